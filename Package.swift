@@ -1,0 +1,47 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "reachabilityd",
+    products: [
+        .executable(name: "reachabilityd", targets: ["reachabilityd"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+    ],
+    targets: [
+        // C libraries, imported through module maps; the shim headers hold the
+        // few static-inline wrappers for macros and variadics Swift cannot call.
+        .systemLibrary(
+            name: "CDBus", pkgConfig: "dbus-1",
+            providers: [.apt(["libdbus-1-dev"])]),
+        .systemLibrary(
+            name: "CNetworkManager", pkgConfig: "libnm",
+            providers: [.apt(["libnm-dev"])]),
+        .systemLibrary(name: "CNetlink"),
+
+        // Pure logic: flags, status, snapshots, path escaping. No C import.
+        .target(name: "ReachabilityCore"),
+        // The only module that calls libdbus, and the GLib main loop that drives it.
+        .target(name: "ReachabilityBus", dependencies: ["CDBus", "CNetworkManager"]),
+        // Network facts: libnm and rtnetlink.
+        .target(
+            name: "ReachabilityPlatform",
+            dependencies: ["ReachabilityCore", "ReachabilityBus", "CNetworkManager", "CNetlink"]),
+        // The daemon's exported objects and its run loop.
+        .target(
+            name: "ReachabilityService",
+            dependencies: ["ReachabilityCore", "ReachabilityBus", "ReachabilityPlatform"],
+            resources: []),
+        .executableTarget(
+            name: "reachabilityd",
+            dependencies: [
+                "ReachabilityService",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
+
+        .testTarget(name: "ReachabilityCoreTests", dependencies: ["ReachabilityCore"]),
+        .testTarget(name: "ReachabilityBusTests", dependencies: ["ReachabilityBus", "ReachabilityService"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,21 @@
+#ifndef REACH_CNM_SHIM_H
+#define REACH_CNM_SHIM_H
+/* GLib first: libdbus (imported elsewhere) defines TRUE/FALSE too. */
+#include <glib.h>
+#include <glib-unix.h>
+#include <gio/gio.h>
+#include <NetworkManager.h>
+
+/* g_signal_connect is a macro. The callback is connected "swapped", so it
+ * receives the user data as its first argument whatever the signal's own
+ * arguments are: every caller only needs to learn "something changed". */
+static inline gulong reach_signal_connect_swapped(gpointer instance, const char *signal,
+                                                  void (*callback)(gpointer data), gpointer data) {
+    return g_signal_connect_data(instance, signal, G_CALLBACK(callback), data, NULL, G_CONNECT_SWAPPED);
+}
+
+static inline int reach_g_source_continue(void) { return G_SOURCE_CONTINUE; }
+static inline int reach_g_source_remove(void) { return G_SOURCE_REMOVE; }
+static inline GObject *reach_g_object(gpointer p) { return G_OBJECT(p); }
+
+#endif

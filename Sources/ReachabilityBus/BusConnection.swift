@@ -1,0 +1,293 @@
+import CDBus
+import CNetworkManager
+
+/// A private libdbus connection driven by the GLib main loop, exporting
+/// objects declared as `Interface` tables. No other module calls libdbus.
+public final class BusConnection {
+    public enum Address: Sendable, Equatable {
+        case system, session
+        case custom(String)
+    }
+
+    let raw: OpaquePointer
+    /// The unique name the bus gave us (":1.7").
+    public let uniqueName: String
+
+    var objects: [ObjectPath: ExportedObject] = [:]
+    /// The path whose objects below are announced through ObjectManager.
+    var objectManagerPath: ObjectPath?
+    private var dispatchIdle: SourceHandle?
+    private var signalHandlers: [(OpaquePointer) -> Void] = []
+
+    /// Called when the bus takes our name away (another instance ran with `--replace`).
+    public var onNameLost: ((String) -> Void)?
+    /// Called when the connection to the bus is lost.
+    public var onDisconnected: (() -> Void)?
+
+    /// Connects and registers with the bus. Wraps `dbus_bus_get_private`,
+    /// `dbus_connection_open_private` and `dbus_bus_register`.
+    public init(_ address: Address) throws(BusError) {
+        var error = DBusError()
+        dbus_error_init(&error)
+        defer { dbus_error_free(&error) }
+        var connection: OpaquePointer?
+        switch address {
+        case .system: connection = dbus_bus_get_private(DBUS_BUS_SYSTEM, &error)
+        case .session: connection = dbus_bus_get_private(DBUS_BUS_SESSION, &error)
+        case .custom(let a):
+            connection = dbus_connection_open_private(a, &error)
+            if let c = connection, dbus_bus_register(c, &error) == 0 {
+                dbus_connection_close(c)
+                dbus_connection_unref(c)
+                connection = nil
+            }
+        }
+        guard let connection else {
+            throw BusError(name: Self.errorName(error) ?? BusError.prefix + "Failed",
+                           message: "cannot connect to the \(address) bus: \(Self.errorMessage(error) ?? "unknown error")")
+        }
+        raw = connection
+        uniqueName = dbus_bus_get_unique_name(connection).map { String(cString: $0) } ?? ""
+        dbus_connection_set_exit_on_disconnect(connection, 0)
+        attachToMainLoop()
+        registerDispatcher()
+    }
+
+    deinit {
+        dbus_connection_set_watch_functions(raw, nil, nil, nil, nil, nil)
+        dbus_connection_set_timeout_functions(raw, nil, nil, nil, nil, nil)
+        dbus_connection_set_dispatch_status_function(raw, nil, nil, nil)
+        dbus_connection_close(raw)
+        dbus_connection_unref(raw)
+    }
+
+    static func errorName(_ e: DBusError) -> String? { e.name.map { String(cString: $0) } }
+    static func errorMessage(_ e: DBusError) -> String? { e.message.map { String(cString: $0) } }
+
+    // MARK: Names
+
+    /// Becomes the primary owner of `name`, or throws a message naming the current owner.
+    /// With `replace`, takes the name over from an owner that allows it. Our own
+    /// ownership always allows replacement. Wraps `dbus_bus_request_name`.
+    public func requestName(_ name: String, replace: Bool) throws(BusError) {
+        var error = DBusError()
+        dbus_error_init(&error)
+        defer { dbus_error_free(&error) }
+        var flags = UInt32(DBUS_NAME_FLAG_DO_NOT_QUEUE) | UInt32(DBUS_NAME_FLAG_ALLOW_REPLACEMENT)
+        if replace { flags |= UInt32(DBUS_NAME_FLAG_REPLACE_EXISTING) }
+        let result = dbus_bus_request_name(raw, name, flags, &error)
+        if result == -1 {
+            throw BusError(name: Self.errorName(error) ?? BusError.prefix + "Failed",
+                           message: "cannot own \(name): \(Self.errorMessage(error) ?? "request failed")")
+        }
+        guard result == DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER || result == DBUS_REQUEST_NAME_REPLY_ALREADY_OWNER
+        else {
+            let owner = nameOwner(name).map { " (owned by \($0))" } ?? ""
+            let hint = replace ? "the owner does not allow replacement" : "run with --replace to take it over"
+            throw BusError(name: BusError.prefix + "AddressInUse",
+                           message: "the name \(name) is already taken\(owner); \(hint)")
+        }
+    }
+
+    /// The unique name owning `name`, if any (a blocking call, for start-up messages only).
+    func nameOwner(_ name: String) -> String? {
+        guard let call = dbus_message_new_method_call(
+            "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner")
+        else { return nil }
+        defer { dbus_message_unref(call) }
+        MessageCodec.appendBody([.string(name)], to: call)
+        var error = DBusError()
+        dbus_error_init(&error)
+        defer { dbus_error_free(&error) }
+        guard let reply = dbus_connection_send_with_reply_and_block(raw, call, 2000, &error) else { return nil }
+        defer { dbus_message_unref(reply) }
+        return MessageCodec.decodeBody(reply)?.first?.stringValue
+    }
+
+    /// Calls `handler(name, oldOwner, newOwner)` for every `NameOwnerChanged` of the bus.
+    /// Wraps `dbus_bus_add_match` (without waiting for its reply).
+    public func watchNameOwners(_ handler: @escaping (String, String, String) -> Void) {
+        dbus_bus_add_match(raw, "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',path='/org/freedesktop/DBus'", nil)
+        signalHandlers.append { message in
+            guard dbus_message_is_signal(message, "org.freedesktop.DBus", "NameOwnerChanged") != 0,
+                let args = MessageCodec.decodeBody(message), args.signature == "sss"
+            else { return }
+            handler(args[0].stringValue!, args[1].stringValue!, args[2].stringValue!)
+        }
+    }
+
+    // MARK: Sending
+
+    func send(_ message: OpaquePointer) {
+        if dbus_connection_send(raw, message, nil) == 0 {
+            Log.error("out of memory sending a D-Bus message")
+        }
+    }
+
+    /// Emits a signal. Wraps `dbus_message_new_signal`.
+    func emitSignal(path: ObjectPath, interface: String, name: String, _ values: [DBusValue]) {
+        guard let message = dbus_message_new_signal(path.rawValue, interface, name) else { return }
+        defer { dbus_message_unref(message) }
+        if MessageCodec.appendBody(values, to: message) { send(message) }
+    }
+
+    /// Writes out everything queued (used before exiting). Wraps `dbus_connection_flush`.
+    public func flush() { dbus_connection_flush(raw) }
+
+    // MARK: Main loop integration
+
+    /// libdbus tells us which fds and timeouts to watch; GLib watches them.
+    private func attachToMainLoop() {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        dbus_connection_set_watch_functions(raw, { watch, _ in
+            LoopGlue.enable(watch: watch!)
+            return 1
+        }, { watch, _ in
+            LoopGlue.disable(watch: watch!)
+        }, { watch, _ in
+            LoopGlue.disable(watch: watch!)
+            LoopGlue.enable(watch: watch!)
+        }, nil, nil)
+        dbus_connection_set_timeout_functions(raw, { timeout, _ in
+            LoopGlue.enable(timeout: timeout!)
+            return 1
+        }, { timeout, _ in
+            LoopGlue.disable(timeout: timeout!)
+        }, { timeout, _ in
+            LoopGlue.disable(timeout: timeout!)
+            LoopGlue.enable(timeout: timeout!)
+        }, nil, nil)
+        dbus_connection_set_dispatch_status_function(raw, { _, status, data in
+            if status == DBUS_DISPATCH_DATA_REMAINS {
+                Unmanaged<BusConnection>.fromOpaque(data!).takeUnretainedValue().scheduleDispatch()
+            }
+        }, me, nil)
+        scheduleDispatch()
+    }
+
+    private func scheduleDispatch() {
+        guard dispatchIdle == nil else { return }
+        dispatchIdle = Sources.idle { [unowned self] in
+            self.dispatchIdle = nil
+            // A bounded batch per loop iteration, so a flood on the bus cannot starve
+            // NetworkManager, netlink or the timers.
+            for _ in 0..<64 {
+                if dbus_connection_dispatch(self.raw) != DBUS_DISPATCH_DATA_REMAINS { return }
+            }
+            self.scheduleDispatch()
+        }
+    }
+
+    // MARK: Dispatch
+
+    private func registerDispatcher() {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        var vtable = DBusObjectPathVTable()
+        vtable.message_function = { _, message, data in
+            let connection = Unmanaged<BusConnection>.fromOpaque(data!).takeUnretainedValue()
+            return connection.handle(message!)
+        }
+        dbus_connection_register_fallback(raw, "/", &vtable, me)
+        dbus_connection_add_filter(raw, { _, message, data in
+            let connection = Unmanaged<BusConnection>.fromOpaque(data!).takeUnretainedValue()
+            connection.filter(message!)
+            return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+        }, me, nil)
+    }
+
+    private func filter(_ message: OpaquePointer) {
+        guard dbus_message_get_type(message) == DBUS_MESSAGE_TYPE_SIGNAL else { return }
+        if dbus_message_is_signal(message, "org.freedesktop.DBus.Local", "Disconnected") != 0 {
+            onDisconnected?()
+            return
+        }
+        if dbus_message_is_signal(message, "org.freedesktop.DBus", "NameLost") != 0,
+            let name = MessageCodec.decodeBody(message)?.first?.stringValue
+        {
+            onNameLost?(name)
+            return
+        }
+        for handler in signalHandlers { handler(message) }
+    }
+
+    private func handle(_ message: OpaquePointer) -> DBusHandlerResult {
+        guard dbus_message_get_type(message) == DBUS_MESSAGE_TYPE_METHOD_CALL else {
+            return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+        }
+        let pathString = dbus_message_get_path(message).map { String(cString: $0) } ?? "/"
+        let interface = dbus_message_get_interface(message).map { String(cString: $0) } ?? ""
+        let member = dbus_message_get_member(message).map { String(cString: $0) } ?? ""
+        let signature = dbus_message_get_signature(message).map { String(cString: $0) } ?? ""
+        guard let path = ObjectPath(rawValue: pathString) else {
+            return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+        }
+        let resolved = Dispatcher.resolve(connection: self, path: path, interface: interface, member: member,
+                                          signature: signature)
+        switch resolved {
+        case .failure(let error):
+            let call = MethodCall(message: message, connection: self, path: path, interface: interface,
+                                  member: member, arguments: [], expectedOutput: "")
+            call.fail(error)
+        case .success(let target):
+            guard let arguments = MessageCodec.decodeBody(message) else {
+                MethodCall(message: message, connection: self, path: path, interface: interface, member: member,
+                           arguments: [], expectedOutput: "")
+                    .fail(.invalidArgs("file descriptors are not accepted"))
+                break
+            }
+            let call = MethodCall(message: message, connection: self, path: path, interface: target.interface,
+                                  member: member, arguments: arguments, expectedOutput: target.output)
+            do {
+                if let values = try target.invoke(call) { call.reply(values) }
+            } catch {
+                call.fail(error)
+            }
+        }
+        return DBUS_HANDLER_RESULT_HANDLED
+    }
+}
+
+/// libdbus watch and timeout callbacks on GLib sources. The source id is kept
+/// as the watch's (timeout's) data pointer.
+private enum LoopGlue {
+    static func enable(watch: OpaquePointer) {
+        guard dbus_watch_get_enabled(watch) != 0 else { return }
+        let flags = dbus_watch_get_flags(watch)
+        var condition = G_IO_HUP.rawValue | G_IO_ERR.rawValue
+        if flags & UInt32(DBUS_WATCH_READABLE.rawValue) != 0 { condition |= G_IO_IN.rawValue }
+        if flags & UInt32(DBUS_WATCH_WRITABLE.rawValue) != 0 { condition |= G_IO_OUT.rawValue }
+        let id = g_unix_fd_add_full(G_PRIORITY_DEFAULT, dbus_watch_get_unix_fd(watch), GIOCondition(condition), {
+            _, condition, data in
+            var flags: UInt32 = 0
+            if condition.rawValue & G_IO_IN.rawValue != 0 { flags |= UInt32(DBUS_WATCH_READABLE.rawValue) }
+            if condition.rawValue & G_IO_OUT.rawValue != 0 { flags |= UInt32(DBUS_WATCH_WRITABLE.rawValue) }
+            if condition.rawValue & G_IO_HUP.rawValue != 0 { flags |= UInt32(DBUS_WATCH_HANGUP.rawValue) }
+            if condition.rawValue & G_IO_ERR.rawValue != 0 { flags |= UInt32(DBUS_WATCH_ERROR.rawValue) }
+            dbus_watch_handle(OpaquePointer(data), flags)
+            return 1
+        }, UnsafeMutableRawPointer(watch), nil)
+        dbus_watch_set_data(watch, UnsafeMutableRawPointer(bitPattern: UInt(id)), nil)
+    }
+
+    static func disable(watch: OpaquePointer) {
+        let id = UInt(bitPattern: dbus_watch_get_data(watch))
+        if id != 0 { g_source_remove(guint(id)) }
+        dbus_watch_set_data(watch, nil, nil)
+    }
+
+    static func enable(timeout: OpaquePointer) {
+        guard dbus_timeout_get_enabled(timeout) != 0 else { return }
+        let interval = guint(max(0, dbus_timeout_get_interval(timeout)))
+        let id = g_timeout_add_full(G_PRIORITY_DEFAULT, interval, { data in
+            dbus_timeout_handle(OpaquePointer(data))
+            return 1
+        }, UnsafeMutableRawPointer(timeout), nil)
+        dbus_timeout_set_data(timeout, UnsafeMutableRawPointer(bitPattern: UInt(id)), nil)
+    }
+
+    static func disable(timeout: OpaquePointer) {
+        let id = UInt(bitPattern: dbus_timeout_get_data(timeout))
+        if id != 0 { g_source_remove(guint(id)) }
+        dbus_timeout_set_data(timeout, nil, nil)
+    }
+}

@@ -1,0 +1,119 @@
+/// The flag rules of the specification, each written once.
+///
+/// `evaluatePath` turns the kernel's answer for one destination plus the
+/// device facts into flags; `choose` ranks several paths as Apple does;
+/// `applyActivation` adds what NetworkManager's pending activations mean when
+/// nothing is reachable. `evaluateInternet` composes them for the internet target.
+public enum Engine {
+    /// One evaluated path (one address, or one family's default route).
+    public struct Path: Sendable, Hashable {
+        public var family: AddressFamily
+        public var flags: ReachabilityFlags
+        public var interface: String
+        public var interfaceType: InterfaceType
+        public var connectivity: Connectivity
+        public var isMetered: Bool
+        public var isVPN: Bool
+
+        public static func unreachable(_ family: AddressFamily) -> Path {
+            Path(
+                family: family, flags: [], interface: "", interfaceType: .none, connectivity: .unknown,
+                isMetered: false, isVPN: false)
+        }
+
+        /// Apple's ranking: reachable without ConnectionRequired, then reachable with it, then not reachable.
+        public var rank: Int {
+            guard flags.contains(.reachable) else { return 0 }
+            return flags.contains(.connectionRequired) ? 1 : 2
+        }
+    }
+
+    /// Flags for one destination whose route the kernel gave as `route`.
+    public static func evaluatePath(
+        family: AddressFamily, route: RouteFact?, facts: NetworkFacts
+    ) -> Path {
+        guard let route, route.kind != .unusable,
+            let link = facts.links[route.interfaceIndex], link.isUsable
+        else { return .unreachable(family) }
+
+        var flags: ReachabilityFlags = .reachable
+        switch route.kind {
+        case .local: flags.formUnion([.isLocalAddress, .isDirect])
+        case .unicast where !route.hasGateway: flags.insert(.isDirect)
+        case .unicast, .unusable: break
+        }
+
+        let device = facts.devices[link.name]
+        let type = (device?.type).flatMap { $0 == .other ? nil : $0 } ?? link.kernelType
+        if type == .wwan { flags.insert(.isWWAN) }
+
+        let isVPN = (device?.isVPN ?? false) || link.isTunnel
+        if isVPN { flags.insert(.transientConnection) }
+
+        let connectivity = device?.connectivity(family) ?? .unknown
+        if route.hasGateway && connectivity == .portal {
+            flags.formUnion([.connectionRequired, .interventionRequired])
+        }
+
+        return Path(
+            family: family, flags: flags, interface: link.name, interfaceType: type,
+            connectivity: connectivity, isMetered: device?.isMetered ?? false, isVPN: isVPN)
+    }
+
+    /// The best-ranked path; ties go to the earlier one (resolver order).
+    public static func choose(_ paths: [Path]) -> Path? {
+        var best: Path?
+        for path in paths where best == nil || path.rank > best!.rank {
+            best = path
+        }
+        return best
+    }
+
+    /// When nothing is reachable: NetworkManager activating a connection means
+    /// `ConnectionRequired`; a device waiting for secrets adds `InterventionRequired`.
+    public static func applyActivation(to flags: ReachabilityFlags, facts: NetworkFacts) -> ReachabilityFlags {
+        guard !flags.contains(.reachable) else { return flags }
+        let activities = facts.devices.values.map(\.activity)
+        if activities.contains(.needsAuthentication) {
+            return flags.union([.connectionRequired, .interventionRequired])
+        }
+        if activities.contains(.activating) {
+            return flags.union(.connectionRequired)
+        }
+        return flags
+    }
+
+    /// The internet target (Apple's `reachabilityForInternetConnection`, address 0.0.0.0):
+    /// the default routes of both families. It never carries `IsDirect` or `IsLocalAddress`.
+    public static func evaluateInternet(_ facts: NetworkFacts) -> TargetState {
+        guard facts.backend != .none else { return .unknown }
+        let paths = AddressFamily.allCases.map { family in
+            var path = evaluatePath(family: family, route: facts.defaultRoutes[family], facts: facts)
+            path.flags.subtract([.isDirect, .isLocalAddress])
+            return path
+        }
+        return state(from: paths, facts: facts, connectivity: facts.connectivity)
+    }
+
+    /// Composes evaluated paths into a target's state.
+    static func state(
+        from paths: [Path], facts: NetworkFacts, connectivity: Connectivity? = nil, addresses: [String] = []
+    ) -> TargetState {
+        let best = choose(paths) ?? .unreachable(.ipv4)
+        let flags = applyActivation(to: best.flags, facts: facts)
+        let reachable = best.rank > 0
+        func familyReachable(_ family: AddressFamily) -> Bool {
+            paths.contains { $0.family == family && ReachabilityStatus(flags: $0.flags).isReachable }
+        }
+        return TargetState(
+            flags: flags,
+            interface: reachable ? best.interface : "",
+            interfaceType: reachable ? best.interfaceType : .none,
+            addresses: addresses,
+            connectivity: connectivity ?? best.connectivity,
+            isMetered: reachable && best.isMetered,
+            isVPN: reachable && best.isVPN,
+            reachableIPv4: familyReachable(.ipv4),
+            reachableIPv6: familyReachable(.ipv6))
+    }
+}

@@ -1,0 +1,149 @@
+/// The network facts an evaluation reads: what a backend saw, as plain values.
+/// Backends build these; the engine never learns where they came from.
+
+public enum AddressFamily: Sendable, Hashable, CaseIterable {
+    case ipv4, ipv6
+}
+
+/// The type of an interface, as exported in `InterfaceType`.
+public enum InterfaceType: String, Sendable, Hashable {
+    case wifi, ethernet, wwan, bluetooth, loopback, other
+    /// No route, so no interface.
+    case none = ""
+}
+
+/// NetworkManager's connectivity check result, as exported in `Connectivity`.
+public enum Connectivity: String, Sendable, Hashable {
+    case unknown, none, portal, limited, full
+}
+
+/// Which backend produced the facts, as exported in `Backend`.
+public enum BackendKind: String, Sendable, Hashable {
+    case none
+    case networkManager = "networkmanager"
+    case kernel
+}
+
+/// What the kernel says about one destination (`RTM_GETROUTE`), or about a default route.
+public struct RouteFact: Sendable, Hashable {
+    public enum Kind: Sendable, Hashable {
+        /// The destination is this host's (route type `local`, loopback included).
+        case local
+        /// A unicast route, on-link or through a gateway.
+        case unicast
+        /// `unreachable`, `prohibit`, `blackhole` or `throw`: packets cannot leave.
+        case unusable
+    }
+
+    public var kind: Kind
+    public var hasGateway: Bool
+    public var interfaceIndex: Int32
+
+    public init(kind: Kind, hasGateway: Bool, interfaceIndex: Int32) {
+        self.kind = kind
+        self.hasGateway = hasGateway
+        self.interfaceIndex = interfaceIndex
+    }
+}
+
+/// A kernel link (`RTM_NEWLINK`).
+public struct LinkFact: Sendable, Hashable {
+    public enum OperState: Sendable, Hashable { case up, unknown, down }
+
+    public var index: Int32
+    public var name: String
+    /// `IFF_UP`.
+    public var isUp: Bool
+    /// `IFF_LOWER_UP` (carrier).
+    public var hasCarrier: Bool
+    public var operState: OperState
+    /// The type the kernel alone tells (ARPHRD, sysfs DEVTYPE).
+    public var kernelType: InterfaceType
+    /// tun/tap, WireGuard, PPP and other point-to-point links.
+    public var isTunnel: Bool
+
+    public init(
+        index: Int32, name: String, isUp: Bool, hasCarrier: Bool, operState: OperState,
+        kernelType: InterfaceType, isTunnel: Bool
+    ) {
+        self.index = index
+        self.name = name
+        self.isUp = isUp
+        self.hasCarrier = hasCarrier
+        self.operState = operState
+        self.kernelType = kernelType
+        self.isTunnel = isTunnel
+    }
+
+    /// Packets can leave through this link: up, with carrier, operstate up or unknown.
+    public var isUsable: Bool { isUp && hasCarrier && operState != .down }
+}
+
+/// A NetworkManager device, reduced to what the flags need.
+public struct DeviceFact: Sendable, Hashable {
+    public enum Activity: Sendable, Hashable {
+        /// Not connected and not trying (unmanaged, unavailable, disconnected, failed, deactivating).
+        case idle
+        /// Preparing, configuring, getting an IP configuration, checking it.
+        case activating
+        /// Waiting for secrets (`need-auth`).
+        case needsAuthentication
+        case activated
+    }
+
+    /// The IP interface (`nm_device_get_ip_iface`), matched against the route's link.
+    public var interface: String
+    public var type: InterfaceType
+    public var activity: Activity
+    /// A VPN connection or a tunnel device (WireGuard, tun, PPP…).
+    public var isVPN: Bool
+    /// NetworkManager's `yes` or `guess-yes`.
+    public var isMetered: Bool
+    public var connectivityIPv4: Connectivity
+    public var connectivityIPv6: Connectivity
+
+    public init(
+        interface: String, type: InterfaceType, activity: Activity, isVPN: Bool = false,
+        isMetered: Bool = false, connectivityIPv4: Connectivity = .unknown,
+        connectivityIPv6: Connectivity = .unknown
+    ) {
+        self.interface = interface
+        self.type = type
+        self.activity = activity
+        self.isVPN = isVPN
+        self.isMetered = isMetered
+        self.connectivityIPv4 = connectivityIPv4
+        self.connectivityIPv6 = connectivityIPv6
+    }
+
+    public func connectivity(_ family: AddressFamily) -> Connectivity {
+        family == .ipv4 ? connectivityIPv4 : connectivityIPv6
+    }
+}
+
+/// Everything one evaluation reads: an immutable snapshot.
+public struct NetworkFacts: Sendable, Hashable {
+    public var backend: BackendKind
+    /// The global connectivity (NetworkManager's `Connectivity`).
+    public var connectivity: Connectivity
+    /// NetworkManager devices by IP interface name.
+    public var devices: [String: DeviceFact]
+    /// Kernel links by index.
+    public var links: [Int32: LinkFact]
+    /// The best default route of each family, if any.
+    public var defaultRoutes: [AddressFamily: RouteFact]
+
+    public init(
+        backend: BackendKind, connectivity: Connectivity = .unknown, devices: [String: DeviceFact] = [:],
+        links: [Int32: LinkFact] = [:], defaultRoutes: [AddressFamily: RouteFact] = [:]
+    ) {
+        self.backend = backend
+        self.connectivity = connectivity
+        self.devices = devices
+        self.links = links
+        self.defaultRoutes = defaultRoutes
+    }
+
+    /// Nothing is known yet: no backend.
+    public static let unknown = NetworkFacts(backend: .none)
+}
