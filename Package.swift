@@ -32,7 +32,10 @@ let package = Package(
         .target(
             name: "ReachabilityService",
             dependencies: ["ReachabilityCore", "ReachabilityBus", "ReachabilityPlatform"],
-            resources: []),
+            plugins: ["EmbedContract"]),
+        // Build-time generation of the contract string from dbus/*.xml.
+        .executableTarget(name: "embed-contract"),
+        .plugin(name: "EmbedContract", capability: .buildTool(), dependencies: ["embed-contract"]),
         .executableTarget(
             name: "reachabilityd",
             dependencies: [

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <time.h>
 #include <arpa/inet.h>
@@ -22,6 +23,10 @@ _Static_assert(sizeof(struct rtattr) == 4, "rtattr layout");
 static inline unsigned int reach_rtmgrp_all(void) {
     return RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE;
 }
+
+/* From <linux/if.h>, which cannot be included beside <net/if.h>. */
+static inline unsigned int reach_iff_lower_up(void) { return 1u << 16; }
+enum { REACH_IF_OPER_UNKNOWN = 0, REACH_IF_OPER_UP = 6 };
 
 /* CLOCK_REALTIME in microseconds. */
 static inline unsigned long long reach_realtime_usec(void) {

@@ -1,5 +1,5 @@
-/// One exported interface with its owner bound in.
-struct BoundInterface {
+/// One interface table with its owner bound in, ready to export.
+public struct BoundInterface {
     struct BoundMethod {
         let input: String
         let output: String
@@ -112,15 +112,25 @@ public final class ExportedObject {
     }
 }
 
+extension Interface {
+    /// This table with `owner` bound in, for `BusConnection.export(at:interfaces:)`.
+    public func bound(to owner: Owner) -> BoundInterface { BoundInterface(self, owner: owner) }
+}
+
 extension BusConnection {
-    /// Exports `owner` at `path` with the given interface tables. An object below
-    /// the ObjectManager path is announced with `InterfacesAdded`.
+    /// Exports `owner` at `path` with the given interface tables.
     @discardableResult
     public func export<Owner: AnyObject>(
         _ owner: Owner, at path: ObjectPath, interfaces: [Interface<Owner>]
     ) -> ExportedObject {
-        let object = ExportedObject(
-            path: path, interfaces: interfaces.map { BoundInterface($0, owner: owner) }, connection: self)
+        export(at: path, interfaces: interfaces.map { $0.bound(to: owner) })
+    }
+
+    /// Exports interfaces (possibly of different owners) at `path`. An object below
+    /// the ObjectManager path is announced with `InterfacesAdded`.
+    @discardableResult
+    public func export(at path: ObjectPath, interfaces: [BoundInterface]) -> ExportedObject {
+        let object = ExportedObject(path: path, interfaces: interfaces, connection: self)
         objects[path] = object
         if let manager = managerAbove(path) {
             emitSignal(path: manager, interface: StandardInterfaces.objectManager, name: "InterfacesAdded",

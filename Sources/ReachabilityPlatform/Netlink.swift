@@ -1,0 +1,318 @@
+import CNetlink
+import Glibc
+import ReachabilityBus
+import ReachabilityCore
+
+/// rtnetlink, the kernel's routing interface. Every netlink syscall of the
+/// project goes through this file.
+public final class Netlink {
+    private let fd: Int32
+    private var sequence: UInt32 = 0
+    /// Kernel-only interface facts (sysfs reads) cached per index and name.
+    private var kernelTypes: [String: (InterfaceType, Bool)] = [:]
+
+    /// Opens a request socket. Wraps `socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE)`.
+    public init() throws(NetlinkError) {
+        fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), NETLINK_ROUTE)
+        guard fd >= 0 else { throw NetlinkError(operation: "socket", errno: errno) }
+    }
+
+    deinit { close(fd) }
+
+    // MARK: Requests
+
+    /// Sends a request and collects every message of the answer (a dump ends with NLMSG_DONE).
+    private func request(type: UInt16, flags: Int32, payload: [UInt8]) throws(NetlinkError) -> [(UInt16, [UInt8])] {
+        sequence &+= 1
+        let seq = sequence
+        var header = nlmsghdr()
+        header.nlmsg_len = UInt32(MemoryLayout<nlmsghdr>.size + payload.count)
+        header.nlmsg_type = type
+        header.nlmsg_flags = UInt16(NLM_F_REQUEST | flags)
+        header.nlmsg_seq = seq
+        var message = withUnsafeBytes(of: header) { Array($0) }
+        message += payload
+        let sent = message.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+        guard sent == message.count else { throw NetlinkError(operation: "send", errno: errno) }
+
+        var result: [(UInt16, [UInt8])] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let isDump = flags & NLM_F_DUMP == NLM_F_DUMP
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else {
+                if n < 0 && errno == EINTR { continue }
+                throw NetlinkError(operation: "recv", errno: errno)
+            }
+            for (hdr, body) in Self.messages(in: buffer[0..<n]) where hdr.nlmsg_seq == seq {
+                switch Int32(hdr.nlmsg_type) {
+                case NLMSG_DONE:
+                    return result
+                case NLMSG_ERROR:
+                    let code: Int32 = body.count >= 4 ? body.withUnsafeBytes { $0.loadUnaligned(as: Int32.self) } : 0
+                    if code == 0 { return result }
+                    throw NetlinkError(operation: "request", errno: -code)
+                default:
+                    result.append((hdr.nlmsg_type, body))
+                    if !isDump { return result }
+                }
+            }
+        }
+    }
+
+    /// Splits a datagram into netlink messages (NLMSG_ALIGN redone by hand).
+    static func messages(in data: ArraySlice<UInt8>) -> [(nlmsghdr, [UInt8])] {
+        var out: [(nlmsghdr, [UInt8])] = []
+        var offset = data.startIndex
+        let headerSize = MemoryLayout<nlmsghdr>.size
+        while data.endIndex - offset >= headerSize {
+            let hdr = data[offset..<offset + headerSize].withUnsafeBytes { $0.loadUnaligned(as: nlmsghdr.self) }
+            let length = Int(hdr.nlmsg_len)
+            guard length >= headerSize, offset + length <= data.endIndex else { break }
+            out.append((hdr, Array(data[offset + headerSize..<offset + length])))
+            offset += (length + 3) & ~3
+        }
+        return out
+    }
+
+    /// Attributes (`rtattr`) from `offset` on: type → payload.
+    static func attributes(_ body: [UInt8], from offset: Int) -> [UInt16: [UInt8]] {
+        var out: [UInt16: [UInt8]] = [:]
+        var i = offset
+        while body.count - i >= 4 {
+            let length = Int(body[i]) | Int(body[i + 1]) << 8
+            let type = (UInt16(body[i + 2]) | UInt16(body[i + 3]) << 8) & 0x3FFF  // without NLA_F_* bits
+            guard length >= 4, i + length <= body.count else { break }
+            out[type] = Array(body[i + 4..<i + length])
+            i += (length + 3) & ~3
+        }
+        return out
+    }
+
+    static func int32(_ bytes: [UInt8]?) -> Int32? {
+        guard let bytes, bytes.count >= 4 else { return nil }
+        return bytes.withUnsafeBytes { $0.loadUnaligned(as: Int32.self) }
+    }
+
+    static func string(_ bytes: [UInt8]?) -> String? {
+        guard let bytes else { return nil }
+        return String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+    }
+
+    // MARK: Links
+
+    /// Every link, by index (`RTM_GETLINK` dump).
+    public func links() throws(NetlinkError) -> [Int32: LinkFact] {
+        var payload = ifinfomsg()
+        payload.ifi_family = UInt8(AF_UNSPEC)
+        let answer = try request(type: UInt16(RTM_GETLINK), flags: NLM_F_DUMP,
+                                 payload: withUnsafeBytes(of: payload) { Array($0) })
+        var links: [Int32: LinkFact] = [:]
+        for (type, body) in answer where type == RTM_NEWLINK {
+            guard let link = parseLink(body) else { continue }
+            links[link.index] = link
+        }
+        return links
+    }
+
+    private func parseLink(_ body: [UInt8]) -> LinkFact? {
+        let size = MemoryLayout<ifinfomsg>.size
+        guard body.count >= size else { return nil }
+        let info = body.withUnsafeBytes { $0.loadUnaligned(as: ifinfomsg.self) }
+        let attrs = Self.attributes(body, from: size)
+        guard let name = Self.string(attrs[UInt16(IFLA_IFNAME)]) else { return nil }
+        let kind = attrs[UInt16(IFLA_LINKINFO)].flatMap {
+            Self.string(Self.attributes($0, from: 0)[UInt16(IFLA_INFO_KIND)])
+        }
+        let operState: LinkFact.OperState =
+            switch attrs[UInt16(IFLA_OPERSTATE)]?.first.map(Int32.init) {
+            case Int32(REACH_IF_OPER_UP): .up
+            case Int32(REACH_IF_OPER_UNKNOWN), nil: .unknown
+            default: .down
+            }
+        let (type, tunnel) = kernelType(name: name, arphrd: info.ifi_type, kind: kind, flags: info.ifi_flags)
+        return LinkFact(
+            index: info.ifi_index, name: name,
+            isUp: info.ifi_flags & UInt32(IFF_UP) != 0,
+            hasCarrier: info.ifi_flags & reach_iff_lower_up() != 0,
+            operState: operState, kernelType: type, isTunnel: tunnel)
+    }
+
+    /// The type the kernel tells: ARPHRD, the link kind, and sysfs `DEVTYPE` / `wireless`.
+    private func kernelType(name: String, arphrd: UInt16, kind: String?, flags: UInt32) -> (InterfaceType, Bool) {
+        let key = "\(name)/\(arphrd)/\(kind ?? "")"
+        if let cached = kernelTypes[key] { return cached }
+        let tunnelKinds: Set<String> = ["tun", "wireguard", "ppp", "gre", "gretap", "ipip", "sit", "ip6tnl", "vti", "vti6"]
+        var result: (InterfaceType, Bool)
+        switch Int32(arphrd) {
+        case ARPHRD_LOOPBACK:
+            result = (.loopback, false)
+        case ARPHRD_ETHER:
+            let devtype = Sysfs.devtype(name)
+            if devtype == "wlan" || Sysfs.isWireless(name) {
+                result = (.wifi, false)
+            } else if devtype == "wwan" {
+                result = (.wwan, false)
+            } else if devtype == "bluetooth" {
+                result = (.bluetooth, false)
+            } else {
+                result = (.ethernet, kind.map(tunnelKinds.contains) ?? false)
+            }
+        case ARPHRD_PPP, ARPHRD_NONE, ARPHRD_TUNNEL, ARPHRD_TUNNEL6, ARPHRD_IPGRE, ARPHRD_SIT:
+            let devtype = Sysfs.devtype(name)
+            result = devtype == "wwan" ? (.wwan, false) : (.other, true)
+        case ARPHRD_IEEE80211, ARPHRD_IEEE80211_RADIOTAP:
+            result = (.wifi, false)
+        default:
+            result = (.other, flags & UInt32(IFF_POINTOPOINT) != 0)
+        }
+        if kernelTypes.count > 4096 { kernelTypes.removeAll() }
+        kernelTypes[key] = result
+        return result
+    }
+
+    // MARK: Routes
+
+    /// The default route packets of `family` would take: among the default routes
+    /// of every table but `local`, the lowest metric whose link is usable (or whose
+    /// type blocks the traffic); failing that, the lowest metric of all.
+    /// `RTM_GETROUTE` dump.
+    public func defaultRoute(_ family: AddressFamily, links: [Int32: LinkFact]) throws(NetlinkError) -> RouteFact? {
+        var payload = rtmsg()
+        payload.rtm_family = UInt8(family == .ipv4 ? AF_INET : AF_INET6)
+        let answer = try request(type: UInt16(RTM_GETROUTE), flags: NLM_F_DUMP,
+                                 payload: withUnsafeBytes(of: payload) { Array($0) })
+        var candidates: [(metric: UInt32, route: RouteFact)] = []
+        for (type, body) in answer where type == RTM_NEWROUTE {
+            guard let (route, dstLength, table, metric) = Self.parseRoute(body), dstLength == 0,
+                table != UInt32(RT_TABLE_LOCAL.rawValue)
+            else { continue }
+            candidates.append((metric, route))
+        }
+        candidates.sort { $0.metric < $1.metric }
+        let effective = candidates.first { c in
+            c.route.kind != .unicast || (links[c.route.interfaceIndex]?.isUsable ?? false)
+        }
+        return (effective ?? candidates.first)?.route
+    }
+
+    /// A route message: the route, its destination prefix length, table and metric.
+    static func parseRoute(_ body: [UInt8]) -> (RouteFact, UInt8, UInt32, UInt32)? {
+        let size = MemoryLayout<rtmsg>.size
+        guard body.count >= size else { return nil }
+        let msg = body.withUnsafeBytes { $0.loadUnaligned(as: rtmsg.self) }
+        let attrs = attributes(body, from: size)
+        let kind: RouteFact.Kind
+        switch Int32(msg.rtm_type) {
+        case Int32(RTN_UNICAST): kind = .unicast
+        case Int32(RTN_LOCAL): kind = .local
+        case Int32(RTN_UNREACHABLE), Int32(RTN_PROHIBIT), Int32(RTN_BLACKHOLE),
+            Int32(RTN_THROW):
+            kind = .unusable
+        default: return nil
+        }
+        var oif = int32(attrs[UInt16(RTA_OIF.rawValue)]) ?? 0
+        var gateway = attrs[UInt16(RTA_GATEWAY.rawValue)] != nil || attrs[UInt16(RTA_VIA.rawValue)] != nil
+        if let multipath = attrs[UInt16(RTA_MULTIPATH.rawValue)], multipath.count >= 8 {
+            // The first next hop: struct rtnexthop { u16 len; u8 flags; u8 hops; i32 ifindex; } + attributes.
+            let length = Int(multipath[0]) | Int(multipath[1]) << 8
+            oif = int32(Array(multipath[4..<8])) ?? oif
+            if length > 8 && length <= multipath.count {
+                let hop = attributes(Array(multipath[0..<length]), from: 8)
+                gateway = gateway || hop[UInt16(RTA_GATEWAY.rawValue)] != nil || hop[UInt16(RTA_VIA.rawValue)] != nil
+            }
+        }
+        let table = attrs[UInt16(RTA_TABLE.rawValue)].flatMap(int32).map { UInt32(bitPattern: $0) }
+            ?? UInt32(msg.rtm_table)
+        let metric = attrs[UInt16(RTA_PRIORITY.rawValue)].flatMap(int32).map { UInt32(bitPattern: $0) } ?? 0
+        return (RouteFact(kind: kind, hasGateway: gateway, interfaceIndex: oif), msg.rtm_dst_len, table, metric)
+    }
+}
+
+/// Listens to the kernel's link, address and route multicast groups and reports
+/// that something changed. It does not parse events: the facts are re-read once
+/// per coalesced evaluation.
+public final class NetlinkMonitor {
+    private let fd: Int32
+    private var source: SourceHandle?
+
+    /// Binds to the groups. Wraps `bind(2)` on an `AF_NETLINK` socket.
+    public init(onChange: @escaping () -> Void) throws(NetlinkError) {
+        fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
+                    NETLINK_ROUTE)
+        guard fd >= 0 else { throw NetlinkError(operation: "socket", errno: errno) }
+        var address = sockaddr_nl()
+        address.nl_family = sa_family_t(AF_NETLINK)
+        address.nl_groups = reach_rtmgrp_all()
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
+            }
+        }
+        guard bound == 0 else {
+            let e = errno
+            close(fd)
+            throw NetlinkError(operation: "bind", errno: e)
+        }
+        let socketFD = fd
+        source = Sources.readable(fd: socketFD) {
+            var buffer = [UInt8](repeating: 0, count: 32768)
+            var sawSomething = false
+            while true {
+                let n = buffer.withUnsafeMutableBytes {
+                    recv(socketFD, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
+                }
+                if n > 0 { sawSomething = true; continue }
+                // ENOBUFS: the kernel dropped events; the re-read covers them.
+                if n < 0 && errno == ENOBUFS { sawSomething = true; continue }
+                if n < 0 && errno == EINTR { continue }
+                break
+            }
+            if sawSomething { onChange() }
+            return true
+        }
+    }
+
+    deinit {
+        source?.cancel()
+        close(fd)
+    }
+}
+
+public struct NetlinkError: Error, CustomStringConvertible {
+    public let operation: String
+    public let errno: Int32
+    public var description: String { "netlink \(operation): \(String(cString: strerror(errno)))" }
+}
+
+/// `/sys/class/net/IF/…` reads for the interface type.
+enum Sysfs {
+    static func read(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        guard n > 0 else { return nil }
+        return String(decoding: buffer[0..<n], as: UTF8.self)
+    }
+
+    static func isSafeName(_ name: String) -> Bool {
+        !name.isEmpty && name != "." && name != ".." && !name.contains("/")
+    }
+
+    /// `DEVTYPE=` from `/sys/class/net/IF/uevent`.
+    static func devtype(_ name: String) -> String? {
+        guard isSafeName(name), let uevent = read("/sys/class/net/\(name)/uevent") else { return nil }
+        for line in uevent.split(separator: "\n") where line.hasPrefix("DEVTYPE=") {
+            return String(line.dropFirst("DEVTYPE=".count))
+        }
+        return nil
+    }
+
+    /// `/sys/class/net/IF/wireless` exists.
+    static func isWireless(_ name: String) -> Bool {
+        guard isSafeName(name) else { return false }
+        return access("/sys/class/net/\(name)/wireless", F_OK) == 0
+    }
+}

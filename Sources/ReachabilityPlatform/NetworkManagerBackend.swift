@@ -1,0 +1,192 @@
+import CNetworkManager
+import ReachabilityBus
+import ReachabilityCore
+
+/// What NetworkManager says, read through libnm. Every libnm call of the
+/// project is in this file. Created asynchronously; follows NetworkManager
+/// appearing and vanishing (`nm-running`), and reports any change of the
+/// client, its devices or its active connections through `onChange`.
+public final class NetworkManagerBackend {
+    private var client: OpaquePointer?
+    private var clientHandlers: [gulong] = []
+    /// Objects we listen to (devices, active connections), each held with a reference.
+    private var watched: [UnsafeMutableRawPointer: [gulong]] = [:]
+    private let cancellable: UnsafeMutablePointer<GCancellable>
+    private let onChange: () -> Void
+    /// Why libnm could not be used at all (no system bus), once known.
+    public private(set) var failure: String?
+
+    /// Starts creating the libnm client (`nm_client_new_async`); `onChange` is
+    /// called once it is ready and after every change.
+    public init(onChange: @escaping () -> Void) {
+        self.onChange = onChange
+        cancellable = g_cancellable_new()
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        // The callback may run after we are gone if creation is cancelled: it then
+        // sees the cancellation error and touches nothing.
+        nm_client_new_async(cancellable, { _, result, data in
+            var error: UnsafeMutablePointer<GError>?
+            let client = nm_client_new_finish(result, &error)
+            if let error {
+                let cancelled = g_error_matches(error, g_io_error_quark(), Int32(G_IO_ERROR_CANCELLED.rawValue)) != 0
+                let message = String(cString: error.pointee.message)
+                g_error_free(error)
+                if cancelled { return }
+                let backend = Unmanaged<NetworkManagerBackend>.fromOpaque(data!).takeUnretainedValue()
+                backend.failure = message
+                Log.warning("cannot read NetworkManager: \(message)")
+                backend.onChange()
+                return
+            }
+            let backend = Unmanaged<NetworkManagerBackend>.fromOpaque(data!).takeUnretainedValue()
+            backend.attach(client!)
+        }, me)
+    }
+
+    deinit {
+        g_cancellable_cancel(cancellable)
+        g_object_unref(cancellable)
+        for (object, handlers) in watched { release(object, handlers) }
+        if let client {
+            for handler in clientHandlers { g_signal_handler_disconnect(client.raw, handler) }
+            g_object_unref(client.raw)
+        }
+    }
+
+    /// The swapped callback every libnm signal goes to.
+    private static let changed: @convention(c) (gpointer?) -> Void = { data in
+        Unmanaged<NetworkManagerBackend>.fromOpaque(data!).takeUnretainedValue().somethingChanged()
+    }
+
+    private func connect(_ object: gpointer, _ signal: String) -> gulong {
+        reach_signal_connect_swapped(object, signal, Self.changed, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    private func attach(_ client: OpaquePointer) {
+        self.client = client
+        for signal in ["notify", "device-added", "device-removed", "active-connection-added",
+                       "active-connection-removed"] {
+            clientHandlers.append(connect(client.raw, signal))
+        }
+        Log.info("NetworkManager client ready (running: \(isRunning))")
+        somethingChanged()
+    }
+
+    private func somethingChanged() {
+        resyncWatchedObjects()
+        onChange()
+    }
+
+    /// Listens to every current device and active connection, and stops
+    /// listening to those that are gone.
+    private func resyncWatchedObjects() {
+        guard let client else { return }
+        var current: [UnsafeMutableRawPointer] = []
+        current += Self.objects(nm_client_get_devices(client))
+        current += Self.objects(nm_client_get_active_connections(client))
+        let currentSet = Set(current)
+        for (object, handlers) in watched where !currentSet.contains(object) {
+            release(object, handlers)
+            watched[object] = nil
+        }
+        for object in current where watched[object] == nil {
+            g_object_ref(object)
+            watched[object] = [connect(object, "notify")]
+        }
+    }
+
+    private func release(_ object: UnsafeMutableRawPointer, _ handlers: [gulong]) {
+        for handler in handlers { g_signal_handler_disconnect(object, handler) }
+        g_object_unref(object)
+    }
+
+    private static func objects(_ array: UnsafePointer<GPtrArray>?) -> [UnsafeMutableRawPointer] {
+        guard let array, let data = array.pointee.pdata else { return [] }
+        return (0..<Int(array.pointee.len)).compactMap { data[$0] }
+    }
+
+    /// NetworkManager is on the bus and libnm has read its state.
+    public var isRunning: Bool {
+        guard let client else { return false }
+        return nm_client_get_nm_running(client) != 0
+    }
+
+    /// The global connectivity and the devices, or `nil` while NetworkManager is not running.
+    public func facts() -> (connectivity: Connectivity, devices: [String: DeviceFact])? {
+        guard let client, isRunning else { return nil }
+        var devices: [String: DeviceFact] = [:]
+        for pointer in Self.objects(nm_client_get_devices(client)) {
+            let device = OpaquePointer(pointer)
+            guard let name = (nm_device_get_ip_iface(device) ?? nm_device_get_iface(device)).map({ String(cString: $0) })
+            else { continue }
+            let type = nm_device_get_device_type(device)
+            let state = nm_device_get_state(device)
+            let metered = nm_device_get_metered(device)
+            var isVPN = Self.tunnelTypes.contains(type.rawValue)
+            if let active = nm_device_get_active_connection(device),
+                let connectionType = nm_active_connection_get_connection_type(active).map({ String(cString: $0) })
+            {
+                isVPN = isVPN || connectionType == "vpn" || connectionType == "wireguard"
+                    || nm_active_connection_get_vpn(active) != 0
+            }
+            devices[name] = DeviceFact(
+                interface: name,
+                type: Self.interfaceType(type.rawValue),
+                activity: Self.activity(state.rawValue),
+                isVPN: isVPN,
+                isMetered: metered == NM_METERED_YES || metered == NM_METERED_GUESS_YES,
+                connectivityIPv4: Self.connectivity(nm_device_get_connectivity(device, Int32(AF_INET))),
+                connectivityIPv6: Self.connectivity(nm_device_get_connectivity(device, Int32(AF_INET6))))
+        }
+        return (Self.connectivity(nm_client_get_connectivity(client)), devices)
+    }
+
+    // MARK: Mapping NetworkManager's enums
+
+    /// WireGuard, tun/tap, PPP and IP tunnels: transient connections.
+    private static let tunnelTypes: Set<UInt32> = [
+        NM_DEVICE_TYPE_WIREGUARD.rawValue, NM_DEVICE_TYPE_TUN.rawValue, NM_DEVICE_TYPE_PPP.rawValue,
+        NM_DEVICE_TYPE_IP_TUNNEL.rawValue,
+    ]
+
+    static func interfaceType(_ type: UInt32) -> InterfaceType {
+        switch type {
+        case NM_DEVICE_TYPE_WIFI.rawValue, NM_DEVICE_TYPE_OLPC_MESH.rawValue, NM_DEVICE_TYPE_WIFI_P2P.rawValue:
+            .wifi
+        case NM_DEVICE_TYPE_ETHERNET.rawValue, NM_DEVICE_TYPE_VETH.rawValue, NM_DEVICE_TYPE_BOND.rawValue,
+            NM_DEVICE_TYPE_BRIDGE.rawValue, NM_DEVICE_TYPE_VLAN.rawValue, NM_DEVICE_TYPE_TEAM.rawValue,
+            NM_DEVICE_TYPE_MACVLAN.rawValue:
+            .ethernet
+        case NM_DEVICE_TYPE_MODEM.rawValue: .wwan
+        case NM_DEVICE_TYPE_BT.rawValue: .bluetooth
+        case NM_DEVICE_TYPE_LOOPBACK.rawValue: .loopback
+        default: .other
+        }
+    }
+
+    static func activity(_ state: UInt32) -> DeviceFact.Activity {
+        switch state {
+        case NM_DEVICE_STATE_NEED_AUTH.rawValue: .needsAuthentication
+        case NM_DEVICE_STATE_PREPARE.rawValue, NM_DEVICE_STATE_CONFIG.rawValue, NM_DEVICE_STATE_IP_CONFIG.rawValue,
+            NM_DEVICE_STATE_IP_CHECK.rawValue, NM_DEVICE_STATE_SECONDARIES.rawValue:
+            .activating
+        case NM_DEVICE_STATE_ACTIVATED.rawValue: .activated
+        default: .idle
+        }
+    }
+
+    static func connectivity(_ state: NMConnectivityState) -> Connectivity {
+        switch state {
+        case NM_CONNECTIVITY_NONE: .none
+        case NM_CONNECTIVITY_PORTAL: .portal
+        case NM_CONNECTIVITY_LIMITED: .limited
+        case NM_CONNECTIVITY_FULL: .full
+        default: .unknown
+        }
+    }
+}
+
+extension OpaquePointer {
+    /// A GObject pointer for GLib functions that take `gpointer`.
+    fileprivate var raw: gpointer { UnsafeMutableRawPointer(self) }
+}
