@@ -44,7 +44,8 @@ let package = Package(
             ]),
 
         .testTarget(name: "ReachabilityCoreTests", dependencies: ["ReachabilityCore"]),
-        .testTarget(name: "ReachabilityBusTests", dependencies: ["ReachabilityBus", "ReachabilityService"]),
+        .testTarget(name: "ReachabilityBusTests", dependencies: ["ReachabilityBus", "CDBus"]),
+        .testTarget(name: "ReachabilityServiceTests", dependencies: ["ReachabilityService", "ReachabilityBus"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,53 @@
+import CDBus
+import Testing
+@testable import ReachabilityBus
+
+@Suite("Message codec")
+struct CodecTests {
+    /// Encodes `values` into a real libdbus message and decodes them back.
+    private func roundTrip(_ values: [DBusValue]) -> [DBusValue]? {
+        let message = dbus_message_new_signal("/a", "org.example.I", "S")!
+        defer { dbus_message_unref(message) }
+        guard MessageCodec.appendBody(values, to: message) else { return nil }
+        #expect(String(cString: dbus_message_get_signature(message)) == values.signature)
+        return MessageCodec.decodeBody(message)
+    }
+
+    @Test("every type survives a round trip through libdbus")
+    func roundTrips() {
+        let values: [DBusValue] = [
+            .byte(7), .boolean(true), .int16(-3), .uint16(3), .int32(-1), .uint32(0x40002),
+            .int64(-5), .uint64(1 << 40), .double(1.5), .string("héllo"), .objectPath(ObjectPath("/a/b")),
+            .signature("a{sv}"), .strings([]), .strings(["x", "y"]),
+            .vardict([("Flags", .uint32(2)), ("Name", .string(""))]),
+            .structure([.int32(1), .string("s")]), .variant(.variant(.boolean(false))),
+            .dictionary(keySignature: "o", valueSignature: "a{sv}", []),
+        ]
+        #expect(roundTrip(values) == values)
+    }
+
+    @Test("NUL bytes cannot reach the wire")
+    func nul() {
+        #expect(roundTrip([.string("a\0b")]) == [.string("ab")])
+    }
+
+    @Test("object path grammar", arguments: [
+        ("/", true), ("/a/b_c/D1", true), ("", false), ("a", false), ("/a/", false), ("//a", false),
+        ("/a-b", false), ("/a.b", false), ("/é", false),
+    ])
+    func paths(path: String, valid: Bool) {
+        #expect(ObjectPath.isValid(path) == valid)
+    }
+
+    @Test("contract elements are found by name")
+    func contract() {
+        let contract = InterfaceContract(xml: """
+            <node>
+              <interface name="a.B"><method name="M"/></interface>
+              <interface name="a.C"></interface>
+            </node>
+            """)
+        #expect(contract.elements.keys.sorted() == ["a.B", "a.C"])
+        #expect(contract["a.B"].contains("<method name=\"M\"/>"))
+    }
+}

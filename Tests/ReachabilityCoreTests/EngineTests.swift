@@ -1,0 +1,266 @@
+import Testing
+@testable import ReachabilityCore
+
+/// Facts for one interface `eth0` (index 2) with the given default routes and device.
+private func facts(
+    v4: RouteFact? = nil, v6: RouteFact? = nil, device: DeviceFact? = nil,
+    link: LinkFact = LinkFact(index: 2, name: "eth0", isUp: true, hasCarrier: true, operState: .up,
+                              kernelType: .ethernet, isTunnel: false),
+    extraDevices: [DeviceFact] = [], connectivity: Connectivity = .full
+) -> NetworkFacts {
+    var devices: [String: DeviceFact] = [:]
+    for d in [device].compactMap({ $0 }) + extraDevices { devices[d.interface] = d }
+    var routes: [AddressFamily: RouteFact] = [:]
+    routes[.ipv4] = v4
+    routes[.ipv6] = v6
+    return NetworkFacts(backend: .networkManager, connectivity: connectivity, devices: devices,
+                        links: [2: link], defaultRoutes: routes)
+}
+
+private let viaGateway = RouteFact(kind: .unicast, hasGateway: true, interfaceIndex: 2)
+private let onLink = RouteFact(kind: .unicast, hasGateway: false, interfaceIndex: 2)
+private let local = RouteFact(kind: .local, hasGateway: false, interfaceIndex: 2)
+private let ethernet = DeviceFact(interface: "eth0", type: .ethernet, activity: .activated,
+                                  connectivityIPv4: .full, connectivityIPv6: .full)
+
+@Suite("Flag derivation, one test per row of the specification's table")
+struct EngineRowTests {
+    @Test("local route: Reachable, IsLocalAddress, IsDirect")
+    func localRoute() {
+        let path = Engine.evaluatePath(family: .ipv4, route: local, facts: facts())
+        #expect(path.flags == [.reachable, .isLocalAddress, .isDirect])
+    }
+
+    @Test("on-link unicast route: Reachable, IsDirect")
+    func onLinkRoute() {
+        let path = Engine.evaluatePath(family: .ipv4, route: onLink, facts: facts(device: ethernet))
+        #expect(path.flags == [.reachable, .isDirect])
+        #expect(path.interface == "eth0")
+        #expect(path.interfaceType == .ethernet)
+    }
+
+    @Test("unicast route via a gateway: Reachable")
+    func gatewayRoute() {
+        let path = Engine.evaluatePath(family: .ipv4, route: viaGateway, facts: facts(device: ethernet))
+        #expect(path.flags == .reachable)
+    }
+
+    @Test("no route, unusable route types, or a link that cannot carry packets: nothing",
+          arguments: [
+            (nil as RouteFact?, true, true, LinkFact.OperState.up),
+            (RouteFact(kind: .unusable, hasGateway: false, interfaceIndex: 2), true, true, .up),
+            (viaGateway, false, true, .up),  // not IFF_UP
+            (viaGateway, true, false, .up),  // no carrier
+            (viaGateway, true, true, .down),  // operstate down
+            (RouteFact(kind: .unicast, hasGateway: true, interfaceIndex: 99), true, true, .up),  // unknown link
+          ])
+    func notReachable(route: RouteFact?, up: Bool, carrier: Bool, oper: LinkFact.OperState) {
+        let link = LinkFact(index: 2, name: "eth0", isUp: up, hasCarrier: carrier, operState: oper,
+                            kernelType: .ethernet, isTunnel: false)
+        let path = Engine.evaluatePath(family: .ipv4, route: route, facts: facts(device: ethernet, link: link))
+        #expect(path.flags == [])
+        #expect(path.interface == "")
+    }
+
+    @Test("operstate unknown (loopback, tun) still carries packets")
+    func operStateUnknown() {
+        let link = LinkFact(index: 2, name: "eth0", isUp: true, hasCarrier: true, operState: .unknown,
+                            kernelType: .ethernet, isTunnel: false)
+        #expect(Engine.evaluatePath(family: .ipv4, route: viaGateway, facts: facts(link: link)).flags == .reachable)
+    }
+
+    @Test("a WWAN device adds IsWWAN and gives status 1")
+    func wwan() {
+        let modem = DeviceFact(interface: "eth0", type: .wwan, activity: .activated, isMetered: true)
+        let state = Engine.evaluateInternet(facts(v4: viaGateway, device: modem))
+        #expect(state.flags == [.reachable, .isWWAN])
+        #expect(state.status == .reachableViaWWAN)
+        #expect(state.isReachableViaWWAN)
+        #expect(state.isMetered)
+    }
+
+    @Test("a VPN device or a tunnel link adds TransientConnection")
+    func vpn() {
+        let vpnDevice = DeviceFact(interface: "eth0", type: .other, activity: .activated, isVPN: true)
+        #expect(Engine.evaluatePath(family: .ipv4, route: viaGateway, facts: facts(device: vpnDevice)).flags
+                == [.reachable, .transientConnection])
+        let tun = LinkFact(index: 2, name: "eth0", isUp: true, hasCarrier: true, operState: .unknown,
+                           kernelType: .other, isTunnel: true)
+        let state = Engine.evaluateInternet(facts(v4: onLink, link: tun))
+        #expect(state.flags == [.reachable, .transientConnection])
+        #expect(state.isVPN)
+        #expect(state.status == .reachableViaWiFi)
+    }
+
+    @Test("portal on a gatewayed path: ConnectionRequired and InterventionRequired, not reachable")
+    func portal() {
+        let device = DeviceFact(interface: "eth0", type: .ethernet, activity: .activated,
+                                connectivityIPv4: .portal, connectivityIPv6: .portal)
+        let state = Engine.evaluateInternet(facts(v4: viaGateway, device: device, connectivity: .portal))
+        #expect(state.flags == [.reachable, .connectionRequired, .interventionRequired])
+        #expect(state.status == .notReachable)
+        #expect(state.connectivity == .portal)
+        #expect(state.isConnectionRequired)
+        // On-link destinations do not pass through the portal.
+        #expect(Engine.evaluatePath(family: .ipv4, route: onLink, facts: facts(device: device)).flags
+                == [.reachable, .isDirect])
+    }
+
+    @Test("limited connectivity keeps Reachable")
+    func limited() {
+        let device = DeviceFact(interface: "eth0", type: .ethernet, activity: .activated,
+                                connectivityIPv4: .limited)
+        let state = Engine.evaluateInternet(facts(v4: viaGateway, device: device, connectivity: .limited))
+        #expect(state.flags == .reachable)
+        #expect(state.connectivity == .limited)
+        #expect(state.status == .reachableViaWiFi)
+    }
+
+    @Test("no usable route while NetworkManager activates: ConnectionRequired")
+    func activating() {
+        let device = DeviceFact(interface: "eth0", type: .ethernet, activity: .activating)
+        let state = Engine.evaluateInternet(facts(device: device))
+        #expect(state.flags == .connectionRequired)
+        #expect(state.status == .notReachable)
+    }
+
+    @Test("no usable route while a device waits for secrets: ConnectionRequired, InterventionRequired")
+    func needAuth() {
+        let wifi = DeviceFact(interface: "wlan0", type: .wifi, activity: .needsAuthentication)
+        let other = DeviceFact(interface: "eth1", type: .ethernet, activity: .activating)
+        let state = Engine.evaluateInternet(facts(device: wifi, extraDevices: [other]))
+        #expect(state.flags == [.connectionRequired, .interventionRequired])
+    }
+
+    @Test("activation flags are not added when something is reachable")
+    func activationIgnoredWhenReachable() {
+        let other = DeviceFact(interface: "wlan0", type: .wifi, activity: .activating)
+        let state = Engine.evaluateInternet(facts(v4: viaGateway, device: ethernet, extraDevices: [other]))
+        #expect(state.flags == .reachable)
+    }
+}
+
+@Suite("The internet target")
+struct InternetTargetTests {
+    @Test("never carries IsDirect or IsLocalAddress")
+    func noDirect() {
+        #expect(Engine.evaluateInternet(facts(v4: onLink, device: ethernet)).flags == .reachable)
+        #expect(Engine.evaluateInternet(facts(v4: local, device: ethernet)).flags == .reachable)
+    }
+
+    @Test("both families reported; the interface and type of the winning path")
+    func families() {
+        let state = Engine.evaluateInternet(facts(v4: viaGateway, v6: viaGateway, device: ethernet))
+        #expect(state.reachableIPv4 && state.reachableIPv6)
+        #expect(state.interface == "eth0")
+        #expect(state.interfaceType == .ethernet)
+        #expect(state.isReachableViaEthernet && !state.isReachableViaWiFi && !state.isReachableViaWWAN)
+        #expect(state.connectivity == .full)
+        #expect(state.addresses == [])
+        let v6only = Engine.evaluateInternet(facts(v6: viaGateway, device: ethernet))
+        #expect(!v6only.reachableIPv4 && v6only.reachableIPv6)
+        #expect(v6only.flags == .reachable)
+    }
+
+    @Test("no backend: unknown, Status -1, Flags 0")
+    func unknown() {
+        let state = Engine.evaluateInternet(.unknown)
+        #expect(state.flags == nil)
+        #expect(state.status == .unknown)
+        #expect(state.exportedFlags == [])
+        #expect(!state.isReachable)
+    }
+
+    @Test("an interface NetworkManager does not type gets the kernel's type")
+    func kernelType() {
+        let wlan = LinkFact(index: 2, name: "eth0", isUp: true, hasCarrier: true, operState: .up,
+                            kernelType: .wifi, isTunnel: false)
+        #expect(Engine.evaluateInternet(facts(v4: viaGateway, link: wlan)).interfaceType == .wifi)
+        let generic = DeviceFact(interface: "eth0", type: .other, activity: .activated)
+        #expect(Engine.evaluateInternet(facts(v4: viaGateway, device: generic, link: wlan)).interfaceType == .wifi)
+    }
+}
+
+@Suite("Ranking")
+struct RankingTests {
+    private func path(_ family: AddressFamily, _ flags: ReachabilityFlags, _ name: String) -> Engine.Path {
+        Engine.Path(family: family, flags: flags, interface: name, interfaceType: .ethernet,
+                    connectivity: .unknown, isMetered: false, isVPN: false)
+    }
+
+    @Test("Reachable beats Reachable+ConnectionRequired beats not reachable; ties keep the first")
+    func ranking() {
+        let a = path(.ipv4, [], "a")
+        let b = path(.ipv4, [.reachable, .connectionRequired], "b")
+        let c = path(.ipv6, .reachable, "c")
+        let d = path(.ipv6, .reachable, "d")
+        #expect(Engine.choose([a, b, c, d])?.interface == "c")
+        #expect(Engine.choose([a, b])?.interface == "b")
+        #expect(Engine.choose([a])?.interface == "a")
+        #expect(Engine.choose([]) == nil)
+    }
+}
+
+@Suite("AFNetworking's status rule")
+struct StatusTests {
+    static let cases: [(ReachabilityFlags, ReachabilityStatus)] = [
+        (ReachabilityFlags(), ReachabilityStatus.notReachable),
+        (.reachable, .reachableViaWiFi),
+        ([.reachable, .isWWAN], .reachableViaWWAN),
+        ([.reachable, .isDirect, .isLocalAddress], .reachableViaWiFi),
+        ([.reachable, .connectionRequired], .notReachable),
+        ([.reachable, .connectionRequired, .connectionOnDemand], .reachableViaWiFi),
+        ([.reachable, .connectionRequired, .connectionOnTraffic], .reachableViaWiFi),
+        ([.reachable, .connectionRequired, .connectionOnTraffic, .isWWAN], .reachableViaWWAN),
+        ([.reachable, .connectionRequired, .connectionOnDemand, .interventionRequired], .notReachable),
+        ([.reachable, .connectionRequired, .interventionRequired], .notReachable),
+        ([.connectionRequired], .notReachable),
+        ([.isWWAN], .notReachable),
+        ([.reachable, .transientConnection], .reachableViaWiFi),
+    ]
+
+    @Test("status from flags", arguments: cases)
+    func rule(flags: ReachabilityFlags, expected: ReachabilityStatus) {
+        #expect(ReachabilityStatus(flags: flags) == expected)
+    }
+
+    @Test("bit values are Apple's")
+    func bits() {
+        #expect(ReachabilityFlags.transientConnection.rawValue == 1)
+        #expect(ReachabilityFlags.reachable.rawValue == 2)
+        #expect(ReachabilityFlags.connectionRequired.rawValue == 4)
+        #expect(ReachabilityFlags.connectionOnTraffic.rawValue == 8)
+        #expect(ReachabilityFlags.interventionRequired.rawValue == 16)
+        #expect(ReachabilityFlags.connectionOnDemand.rawValue == 32)
+        #expect(ReachabilityFlags.isLocalAddress.rawValue == 65536)
+        #expect(ReachabilityFlags.isDirect.rawValue == 131072)
+        #expect(ReachabilityFlags.isWWAN.rawValue == 262144)
+        #expect(ReachabilityFlags([.reachable, .isDirect]).description == "Reachable,Directly Reachable Address")
+        #expect(ReachabilityFlags().description == "Not Reachable")
+    }
+}
+
+@Suite("Object path escaping (sd_bus_path_encode)")
+struct PathEscapingTests {
+    @Test("known pairs", arguments: [
+        ("example.com", "example_2ecom"),
+        ("127.0.0.1", "_3127_2e0_2e0_2e1"),
+        ("", "_"),
+        ("a", "a"),
+        ("1a", "_31a"),
+        ("a1", "a1"),
+        ("fe80::1%eth0", "fe80_3a_3a1_25eth0"),
+        ("my_host-1", "my_5fhost_2d1"),
+        ("é", "_c3_a9"),
+    ])
+    func pairs(input: String, escaped: String) {
+        #expect(PathEscaping.escapeLabel(input) == escaped)
+        #expect(PathEscaping.unescapeLabel(escaped) == input)
+    }
+
+    @Test("invalid escapes are rejected")
+    func invalid() {
+        #expect(PathEscaping.unescapeLabel("_zz") == nil)
+        #expect(PathEscaping.unescapeLabel("_3") == nil)
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import Testing
+@testable import ReachabilityBus
+@testable import ReachabilityService
+
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// Reads the interface XML in `dbus/` the way a client would see it.
+private final class ContractReader: NSObject, XMLParserDelegate {
+    struct Member: Hashable, CustomStringConvertible {
+        var kind: String  // method, property, signal
+        var name: String
+        var detail: String  // signatures, access, emits annotation
+        var description: String { "\(kind) \(name) \(detail)" }
+    }
+
+    var interfaces: [String: Set<Member>] = [:]
+    var undocumented: [String] = []
+    private var interface: String?
+    private var member: (kind: String, name: String)?
+    private var inArgs: String = ""
+    private var outArgs: String = ""
+    private var access: String = ""
+    private var emits: String = "true"
+    private var type: String = ""
+    private var lastWasComment = false
+
+    func parser(_ parser: XMLParser, foundComment comment: String) { lastWasComment = true }
+
+    func parser(_ parser: XMLParser, didStartElement element: String, namespaceURI: String?,
+                qualifiedName: String?, attributes: [String: String] = [:]) {
+        defer { lastWasComment = false }
+        switch element {
+        case "interface":
+            interface = attributes["name"]
+            interfaces[interface!] = []
+            if !lastWasComment { undocumented.append(interface!) }
+        case "method", "signal", "property":
+            member = (element, attributes["name"] ?? "")
+            if !lastWasComment { undocumented.append("\(interface ?? "").\(member!.name)") }
+            inArgs = ""
+            outArgs = ""
+            access = attributes["access"] ?? ""
+            type = attributes["type"] ?? ""
+            emits = "true"
+        case "arg":
+            if attributes["direction"] == "out" { outArgs += attributes["type"] ?? "" } else { inArgs += attributes["type"] ?? "" }
+        case "annotation":
+            if attributes["name"] == "org.freedesktop.DBus.Property.EmitsChangedSignal" {
+                emits = attributes["value"] ?? ""
+            }
+        default: break
+        }
+    }
+
+    func parser(_ parser: XMLParser, didEndElement element: String, namespaceURI: String?, qualifiedName: String?) {
+        guard let m = member, element == m.kind, let interface else { return }
+        let detail = switch m.kind {
+        case "method": "(\(inArgs))->(\(outArgs))"
+        case "signal": "(\(inArgs))"
+        default: "\(type) \(access) emits=\(emits)"
+        }
+        interfaces[interface]!.insert(Member(kind: m.kind, name: m.name, detail: detail))
+        member = nil
+    }
+}
+
+/// The members of an exported table, described like the reader describes the XML.
+private func members<Owner>(_ interface: Interface<Owner>) -> Set<ContractReader.Member> {
+    var set = Set<ContractReader.Member>()
+    for m in interface.methods {
+        set.insert(.init(kind: "method", name: m.name, detail: "(\(m.input))->(\(m.output))"))
+    }
+    for p in interface.properties {
+        set.insert(.init(kind: "property", name: p.name, detail: "\(p.signature) read emits=\(p.emits.rawValue)"))
+    }
+    for s in interface.signals {
+        set.insert(.init(kind: "signal", name: s.name, detail: "(\(s.signature))"))
+    }
+    return set
+}
+
+@Suite("The D-Bus contract in dbus/ and the daemon's tables agree")
+struct ContractTests {
+    static let xmlURL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("dbus/io.github.reachabilityd.Reachability1.xml")
+
+    private func read() throws -> ContractReader {
+        let parser = try #require(XMLParser(contentsOf: Self.xmlURL))
+        let reader = ContractReader()
+        parser.delegate = reader
+        #expect(parser.parse(), "the contract XML does not parse: \(String(describing: parser.parserError))")
+        return reader
+    }
+
+    @Test("every interface and member of the XML has a prose comment")
+    func documented() throws {
+        let reader = try read()
+        #expect(reader.undocumented == [])
+    }
+
+    @Test("the tables declare exactly the XML's members")
+    func tablesMatchXML() throws {
+        let reader = try read()
+        let tables = [
+            Names.managerInterface: members(ManagerObject.interface),
+            Names.targetInterface: members(TargetObject.interface),
+        ]
+        #expect(Set(reader.interfaces.keys) == Set(tables.keys))
+        for (name, declared) in tables {
+            let documented = reader.interfaces[name] ?? []
+            #expect(declared.subtracting(documented).isEmpty,
+                    "in the tables but not in the XML: \(declared.subtracting(documented))")
+            #expect(documented.subtracting(declared).isEmpty,
+                    "in the XML but not in the tables: \(documented.subtracting(declared))")
+        }
+    }
+
+    @Test("the daemon serves the file's interface elements")
+    func served() throws {
+        let text = try String(contentsOf: Self.xmlURL, encoding: .utf8)
+        #expect(contractXML.trimmingCharacters(in: .whitespacesAndNewlines)
+                == text.trimmingCharacters(in: .whitespacesAndNewlines))
+        for name in [Names.managerInterface, Names.targetInterface] {
+            #expect(text.contains(Names.contract[name].trimmingCharacters(in: .whitespaces)))
+        }
+    }
+}
