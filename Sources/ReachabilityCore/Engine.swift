@@ -117,3 +117,34 @@ public enum Engine {
             reachableIPv6: familyReachable(.ipv6))
     }
 }
+
+extension Engine {
+    /// One resolved (or literal) address and the kernel's route for it.
+    public struct AddressRoute: Sendable, Hashable {
+        public var address: String
+        public var family: AddressFamily
+        public var route: RouteFact?
+        public init(address: String, family: AddressFamily, route: RouteFact?) {
+            self.address = address
+            self.family = family
+            self.route = route
+        }
+    }
+
+    /// A host or address target: every address evaluated, the best-ranked one
+    /// decides (ties: resolver order), as in Apple's implementation.
+    public static func evaluateAddresses(_ routes: [AddressRoute], facts: NetworkFacts) -> TargetState {
+        guard facts.backend != .none else {
+            return TargetState(flags: nil, addresses: routes.map(\.address))
+        }
+        let paths = routes.map { evaluatePath(family: $0.family, route: $0.route, facts: facts) }
+        return state(from: paths, facts: facts, addresses: routes.map(\.address))
+    }
+
+    /// A host whose name could not be resolved: not reachable (flags 0, without
+    /// activation flags: the name is the problem), with the resolver's message.
+    public static func resolutionFailed(_ message: String, facts: NetworkFacts) -> TargetState {
+        guard facts.backend != .none else { return TargetState(flags: nil, error: message) }
+        return TargetState(flags: [], error: message)
+    }
+}

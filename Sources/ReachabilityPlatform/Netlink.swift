@@ -22,7 +22,7 @@ public final class Netlink {
     // MARK: Requests
 
     /// Sends a request and collects every message of the answer (a dump ends with NLMSG_DONE).
-    private func request(type: UInt16, flags: Int32, payload: [UInt8]) throws(NetlinkError) -> [(UInt16, [UInt8])] {
+    func request(type: UInt16, flags: Int32, payload: [UInt8]) throws(NetlinkError) -> [(UInt16, [UInt8])] {
         sequence &+= 1
         let seq = sequence
         var header = nlmsghdr()

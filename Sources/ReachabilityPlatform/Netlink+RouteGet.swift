@@ -1,0 +1,91 @@
+import CNetlink
+import Glibc
+import ReachabilityCore
+
+extension Netlink {
+    /// The route the kernel would use for `address`, like `ip route get ADDR`
+    /// (`RTM_GETROUTE` with `RTA_DST`, and `RTA_OIF` for a scoped IPv6 address).
+    /// `nil` when the kernel has no route (`ENETUNREACH`, `EHOSTUNREACH`).
+    public func route(to address: IPAddress) throws(NetlinkError) -> RouteFact? {
+        var message = rtmsg()
+        message.rtm_family = UInt8(address.family == .ipv4 ? AF_INET : AF_INET6)
+        message.rtm_dst_len = UInt8(address.bytes.count * 8)
+        var payload = withUnsafeBytes(of: message) { Array($0) }
+        payload += Self.attribute(UInt16(RTA_DST.rawValue), address.bytes)
+        if address.scopeIndex != 0 {
+            payload += Self.attribute(UInt16(RTA_OIF.rawValue), withUnsafeBytes(of: address.scopeIndex) { Array($0) })
+        }
+        let answer: [(UInt16, [UInt8])]
+        do {
+            answer = try request(type: UInt16(RTM_GETROUTE), flags: 0, payload: payload)
+        } catch let error where [ENETUNREACH, EHOSTUNREACH, EACCES, EPERM, EINVAL].contains(error.errno) {
+            // No route, or a `prohibit`/`blackhole` route the kernel answers with an error.
+            _ = error
+            return nil
+        }
+        for (type, body) in answer where type == RTM_NEWROUTE {
+            if let (route, _, _, _) = Self.parseRoute(body) { return route }
+        }
+        return nil
+    }
+
+    /// One `rtattr` with its payload, padded to 4 bytes.
+    static func attribute(_ type: UInt16, _ payload: [UInt8]) -> [UInt8] {
+        let length = UInt16(4 + payload.count)
+        var out = withUnsafeBytes(of: length) { Array($0) } + withUnsafeBytes(of: type) { Array($0) } + payload
+        while out.count % 4 != 0 { out.append(0) }
+        return out
+    }
+}
+
+/// An IPv4 or IPv6 address literal, parsed with `inet_pton`, with its
+/// canonical text (`inet_ntop`) and, for a scoped IPv6 address, its interface.
+public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
+    public let family: AddressFamily
+    public let bytes: [UInt8]
+    /// The interface index of a scope (`fe80::1%eth0`), 0 when none.
+    public let scopeIndex: Int32
+    /// The canonical text, with the scope as given by name (`fe80::1%eth0`).
+    public let description: String
+
+    public enum ParseError: Error, Equatable {
+        case notAnAddress
+        case unknownScope(String)
+    }
+
+    /// Parses `text` as an address literal; `IPv4` only in dotted-quad form
+    /// (`inet_pton` rejects `1.2.3`, octal and hex forms).
+    public init(parsing text: String) throws(ParseError) {
+        var literal = Substring(text)
+        var scopeName: Substring?
+        if let percent = text.firstIndex(of: "%") {
+            literal = text[..<percent]
+            scopeName = text[text.index(after: percent)...]
+        }
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        if scopeName == nil, inet_pton(AF_INET, String(literal), &v4) == 1 {
+            family = .ipv4
+            bytes = withUnsafeBytes(of: v4) { Array($0) }
+            scopeIndex = 0
+        } else if inet_pton(AF_INET6, String(literal), &v6) == 1 {
+            family = .ipv6
+            bytes = withUnsafeBytes(of: v6) { Array($0) }
+            if let scopeName {
+                let index = scopeName.allSatisfy(\.isNumber) && !scopeName.isEmpty
+                    ? Int32(scopeName) ?? 0 : Int32(bitPattern: if_nametoindex(String(scopeName)))
+                guard index > 0, !scopeName.isEmpty else { throw .unknownScope(String(scopeName)) }
+                scopeIndex = index
+            } else {
+                scopeIndex = 0
+            }
+        } else {
+            throw .notAnAddress
+        }
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        let af = family == .ipv4 ? AF_INET : AF_INET6
+        bytes.withUnsafeBytes { _ = inet_ntop(af, $0.baseAddress, &buffer, socklen_t(buffer.count)) }
+        let canonical = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        description = scopeName.map { canonical + "%" + $0 } ?? canonical
+    }
+}

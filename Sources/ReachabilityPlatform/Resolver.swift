@@ -1,0 +1,123 @@
+import CNetworkManager
+import ReachabilityBus
+
+/// Host-name resolution through GLib's `GResolver`, which answers on the main
+/// loop and never blocks it. At most `maximumInFlight` lookups run at once; the
+/// rest wait in order. Every lookup can be cancelled.
+public final class Resolver {
+    public static let maximumInFlight = 64
+
+    /// One lookup; cancelling it drops its completion.
+    public final class Lookup {
+        fileprivate let host: String
+        fileprivate let completion: (Result<[String], ResolveError>) -> Void
+        fileprivate var cancellable: UnsafeMutablePointer<GCancellable>?
+        fileprivate var isCancelled = false
+        fileprivate weak var resolver: Resolver?
+
+        fileprivate init(host: String, completion: @escaping (Result<[String], ResolveError>) -> Void) {
+            self.host = host
+            self.completion = completion
+        }
+
+        /// Stops the lookup (wraps `g_cancellable_cancel`); the completion is never called.
+        public func cancel() {
+            guard !isCancelled else { return }
+            isCancelled = true
+            if let cancellable { g_cancellable_cancel(cancellable) } else { resolver?.dequeue(self) }
+        }
+    }
+
+    public struct ResolveError: Error, Hashable, Sendable, CustomStringConvertible {
+        public let message: String
+        public var description: String { message }
+    }
+
+    private let resolver: UnsafeMutablePointer<GResolver>
+    private var waiting: [Lookup] = []
+    public private(set) var inFlight = 0
+    /// The most lookups that were ever in flight at once.
+    public private(set) var peakInFlight = 0
+
+    public init() { resolver = g_resolver_get_default() }
+
+    deinit { g_object_unref(resolver) }
+
+    /// Resolves `host` (an ASCII name) to its addresses in resolver order.
+    @discardableResult
+    public func lookup(_ host: String, completion: @escaping (Result<[String], ResolveError>) -> Void) -> Lookup {
+        let lookup = Lookup(host: host, completion: completion)
+        lookup.resolver = self
+        waiting.append(lookup)
+        startWaiting()
+        return lookup
+    }
+
+    /// The number of lookups queued behind the in-flight ones.
+    public var queued: Int { waiting.count }
+
+    fileprivate func dequeue(_ lookup: Lookup) {
+        waiting.removeAll { $0 === lookup }
+    }
+
+    private func startWaiting() {
+        while inFlight < Self.maximumInFlight, !waiting.isEmpty {
+            start(waiting.removeFirst())
+        }
+    }
+
+    /// Wraps `g_resolver_lookup_by_name_async`.
+    private func start(_ lookup: Lookup) {
+        inFlight += 1
+        peakInFlight = max(peakInFlight, inFlight)
+        let cancellable = g_cancellable_new()
+        lookup.cancellable = cancellable
+        let context = Unmanaged.passRetained(lookup).toOpaque()
+        g_resolver_lookup_by_name_async(resolver, lookup.host, cancellable, { source, result, data in
+            let lookup = Unmanaged<Lookup>.fromOpaque(data!).takeRetainedValue()
+            var error: UnsafeMutablePointer<GError>?
+            let list = g_resolver_lookup_by_name_finish(OpaquePointer(source).map { UnsafeMutablePointer($0) },
+                                                         result, &error)
+            var addresses: [String] = []
+            var node = list
+            while let current = node {
+                if let text = g_inet_address_to_string(current.pointee.data?.assumingMemoryBound(to: GInetAddress.self)) {
+                    addresses.append(String(cString: text))
+                    g_free(text)
+                }
+                node = current.pointee.next
+            }
+            if let list { g_resolver_free_addresses(list) }
+            var message: String?
+            if let error {
+                message = String(cString: error.pointee.message)
+                g_error_free(error)
+            }
+            if let cancellable = lookup.cancellable { g_object_unref(cancellable) }
+            lookup.cancellable = nil
+            lookup.resolver?.finished()
+            guard !lookup.isCancelled else { return }
+            if let message {
+                lookup.completion(.failure(ResolveError(message: message)))
+            } else {
+                lookup.completion(.success(addresses))
+            }
+        }, context)
+    }
+
+    private func finished() {
+        inFlight -= 1
+        startWaiting()
+    }
+}
+
+/// International host names to their ASCII form.
+public enum HostNameEncoding {
+    /// The IDNA ASCII form of `name` (wraps `g_hostname_to_ascii`), `nil` when
+    /// GLib cannot convert it.
+    public static func ascii(_ name: String) -> String? {
+        guard let converted = g_hostname_to_ascii(name) else { return nil }
+        defer { g_free(converted) }
+        return String(cString: converted)
+    }
+}
