@@ -40,6 +40,7 @@ let package = Package(
             name: "reachabilityd",
             dependencies: [
                 "ReachabilityService",
+                "ReachabilityPlatform",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 

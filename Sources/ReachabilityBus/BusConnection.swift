@@ -104,10 +104,11 @@ public final class BusConnection {
         return MessageCodec.decodeBody(reply)?.first?.stringValue
     }
 
-    /// Calls `handler(name, oldOwner, newOwner)` for every `NameOwnerChanged` of the bus.
+    /// Calls `handler(name, oldOwner, "")` for every name that loses its owner on the
+    /// bus (`NameOwnerChanged` with an empty new owner; `arg2=''` keeps the others away).
     /// Wraps `dbus_bus_add_match` (without waiting for its reply).
     public func watchNameOwners(_ handler: @escaping (String, String, String) -> Void) {
-        dbus_bus_add_match(raw, "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',path='/org/freedesktop/DBus'", nil)
+        dbus_bus_add_match(raw, "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',path='/org/freedesktop/DBus',arg2=''", nil)
         signalHandlers.append { message in
             guard dbus_message_is_signal(message, "org.freedesktop.DBus", "NameOwnerChanged") != 0,
                 let args = MessageCodec.decodeBody(message), args.signature == "sss"

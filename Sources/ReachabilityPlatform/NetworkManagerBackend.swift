@@ -34,7 +34,7 @@ public final class NetworkManagerBackend {
                 if cancelled { return }
                 let backend = Unmanaged<NetworkManagerBackend>.fromOpaque(data!).takeUnretainedValue()
                 backend.failure = message
-                Log.warning("cannot read NetworkManager: \(message)")
+                Log.warning("cannot read NetworkManager (\(message)); its facts stay unknown")
                 backend.onChange()
                 return
             }

@@ -2,21 +2,35 @@ import CNetworkManager
 import ReachabilityBus
 import ReachabilityCore
 
+/// Which source of device facts to use.
+public enum BackendMode: String, CaseIterable, Sendable {
+    /// NetworkManager while it runs, the kernel otherwise; switches live.
+    case auto
+    /// NetworkManager only: nothing is known (Status -1) while it does not run.
+    case networkManager = "networkmanager"
+    /// The kernel only (rtnetlink and sysfs); NetworkManager is not read.
+    case kernel
+}
+
 /// Watches the network through every source (libnm, rtnetlink) and reports a
 /// change once per burst: all events of one main-loop iteration lead to one
 /// `onChange` call, in an idle callback, with no artificial delay.
 public final class NetworkObserver {
-    private let netlink: Netlink
+    public let mode: BackendMode
+    let netlink: Netlink
     private var monitor: NetlinkMonitor?
     private var networkManager: NetworkManagerBackend?
     private var pending: SourceHandle?
     private let onChange: () -> Void
 
-    public init(onChange: @escaping () -> Void) throws(NetlinkError) {
+    public init(mode: BackendMode, onChange: @escaping () -> Void) throws(NetlinkError) {
+        self.mode = mode
         self.onChange = onChange
         netlink = try Netlink()
         monitor = try NetlinkMonitor { [unowned self] in self.scheduleChange() }
-        networkManager = NetworkManagerBackend { [unowned self] in self.scheduleChange() }
+        if mode != .kernel {
+            networkManager = NetworkManagerBackend { [unowned self] in self.scheduleChange() }
+        }
     }
 
     /// Coalesces: the idle callback runs after every pending event source.
@@ -28,21 +42,35 @@ public final class NetworkObserver {
         }
     }
 
-    /// Reads the current facts: NetworkManager's (from libnm's cache) and the
-    /// kernel's links and default routes (fresh netlink dumps).
+    /// Reads the current facts: NetworkManager's (from libnm's cache) when it is
+    /// used and running, and the kernel's links and default routes (fresh netlink
+    /// dumps). Without NetworkManager, the kernel alone: `Connectivity` unknown,
+    /// nothing metered, interface types from ARPHRD and sysfs.
     public func facts() -> NetworkFacts {
-        guard let nm = networkManager?.facts() else { return .unknown }
+        let nm = networkManager?.facts()
+        if nm == nil && mode == .networkManager { return .unknown }
+        var facts = NetworkFacts(backend: nm == nil ? .kernel : .networkManager,
+                                 connectivity: nm?.connectivity ?? .unknown, devices: nm?.devices ?? [:])
         do {
-            let links = try netlink.links()
-            var routes: [AddressFamily: RouteFact] = [:]
+            facts.links = try netlink.links()
             for family in AddressFamily.allCases {
-                routes[family] = try netlink.defaultRoute(family, links: links)
+                facts.defaultRoutes[family] = try netlink.defaultRoute(family, links: facts.links)
             }
-            return NetworkFacts(backend: .networkManager, connectivity: nm.connectivity, devices: nm.devices,
-                                links: links, defaultRoutes: routes)
         } catch {
             Log.error("cannot read the kernel's routes: \(error)")
-            return NetworkFacts(backend: .networkManager, connectivity: nm.connectivity, devices: nm.devices)
+        }
+        return facts
+    }
+}
+
+extension NetworkObserver {
+    /// The kernel's route to `address` (`nil`: no route, or netlink failed, which is logged).
+    public func route(to address: IPAddress) -> RouteFact? {
+        do {
+            return try netlink.route(to: address)
+        } catch {
+            Log.error("cannot look up the route to \(address): \(error)")
+            return nil
         }
     }
 }

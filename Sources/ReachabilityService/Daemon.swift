@@ -9,6 +9,14 @@ public final class Daemon {
         public var bus: BusConnection.Address = .system
         public var replace = false
         public var verbose = false
+        /// Targets one client may hold.
+        public var maximumTargetsPerClient = 256
+        /// Targets all clients together may hold.
+        public var maximumTargets = 16384
+        /// Seconds between re-resolutions of every host target.
+        public var refreshInterval: UInt32 = 300
+        /// Where device facts come from.
+        public var backend: BackendMode = .auto
         public init() {}
     }
 
@@ -23,19 +31,26 @@ public final class Daemon {
 
     private let loop = MainLoop()
     private let connection: BusConnection
-    private let manager = ManagerObject()
+    private let manager: ManagerObject
+    private let registry: TargetRegistry
+    private let evaluator: Evaluator
     private let internet = TargetObject(kind: .internet, name: "")
-    private var observer: NetworkObserver?
     private var signalSources: [SourceHandle] = []
     private var exitCode: Int32 = 0
+    private let backendMode: BackendMode
 
     public init(options: Options) throws(Exit) {
         Log.verbose = options.verbose
+        backendMode = options.backend
         do {
             connection = try BusConnection(options.bus)
         } catch {
             throw .failure(error.message)
         }
+        evaluator = Evaluator(refreshInterval: options.refreshInterval)
+        registry = TargetRegistry(connection: connection, perClientLimit: options.maximumTargetsPerClient,
+                                  globalLimit: options.maximumTargets)
+        manager = ManagerObject(registry: registry, evaluator: evaluator)
         // Objects first, so that whoever sees the name appear finds them.
         let root = connection.export(at: Names.rootPath, interfaces: [
             ManagerObject.interface.bound(to: manager),
@@ -43,6 +58,7 @@ public final class Daemon {
         ])
         manager.exported = root
         internet.exported = root
+        internet.refresher = evaluator
         connection.addObjectManager(at: Names.rootPath)
         do {
             try connection.requestName(Names.busName, replace: options.replace)
@@ -69,25 +85,45 @@ public final class Daemon {
                 self.loop.quit()
             })
         }
+        // A client that leaves the bus releases everything it held.
+        connection.watchNameOwners { [unowned self] name, _, newOwner in
+            if newOwner.isEmpty && name.hasPrefix(":") { self.registry.releaseAll(client: name) }
+        }
+        registry.onAdded = { [unowned self] target in
+            target.refresher = self.evaluator
+            target.update(self.evaluator.state(of: target))
+            self.evaluator.resolve(target)
+            self.hostTargetsChanged()
+        }
+        registry.onRemoved = { [unowned self] _ in self.hostTargetsChanged() }
         do {
-            observer = try NetworkObserver { [unowned self] in self.evaluate() }
+            try evaluator.start(mode: backendMode) { [unowned self] in self.networkChanged() }
         } catch {
             throw .failure("cannot watch the kernel's network state: \(error)")
         }
-        internet.refresh = { [unowned self] in self.currentInternetState() }
         loop.run()
         connection.flush()
         return exitCode
     }
 
-    private func currentInternetState() -> TargetState {
-        let facts = observer?.facts() ?? .unknown
-        manager.backend = facts.backend
-        return Engine.evaluateInternet(facts)
+    private func hostTargetsChanged() {
+        evaluator.hostTargetsChanged(count: registry.hostCount) { [unowned self] in
+            self.registry.objects.values.filter { $0.kind == .host }
+        }
     }
 
-    /// One evaluation of every target after a burst of changes.
-    private func evaluate() {
-        internet.update(currentInternetState())
+    /// One evaluation of every target after a burst of changes; host names are
+    /// looked up again (their routes are re-evaluated at once meanwhile).
+    private func networkChanged() {
+        evaluator.reload()
+        if manager.backend != evaluator.facts.backend {
+            Log.info("backend: \(evaluator.facts.backend.rawValue) (mode \(backendMode.rawValue))")
+            manager.backend = evaluator.facts.backend
+        }
+        internet.update(evaluator.state(of: internet))
+        for target in registry.objects.values {
+            target.update(evaluator.state(of: target))
+            evaluator.resolve(target)
+        }
     }
 }

@@ -1,18 +1,45 @@
 import ReachabilityBus
 import ReachabilityCore
 
-/// The service itself, exported on the root object with `…Reachability1.Manager`.
+/// The service itself, exported on the root object with `…Reachability1.Manager`:
+/// watching, releasing and querying targets.
 public final class ManagerObject {
     public var backend: BackendKind = .none {
         didSet { if backend != oldValue { exported?.propertiesChanged() } }
     }
     var exported: ExportedObject?
+    let registry: TargetRegistry
+    let evaluator: Evaluator
 
-    public init() {}
+    init(registry: TargetRegistry, evaluator: Evaluator) {
+        self.registry = registry
+        self.evaluator = evaluator
+    }
 
     /// The `…Manager` interface: every member declared once, here.
     static let interface = Interface<ManagerObject>(
         Names.managerInterface,
+        methods: [
+            Method("WatchHost", input: "s", output: "o") { manager, call throws(BusError) in
+                let input = try TargetInput.parseHost(call.string(0))
+                return [.objectPath(try manager.registry.watch(input, client: call.sender))]
+            },
+            Method("WatchAddress", input: "s", output: "o") { manager, call throws(BusError) in
+                let input = try TargetInput.parseAddress(call.string(0))
+                return [.objectPath(try manager.registry.watch(input, client: call.sender))]
+            },
+            Method("Release", input: "o") { manager, call throws(BusError) in
+                guard case .objectPath(let path) = call.arguments[0] else { return [] }
+                try manager.registry.release(path, client: call.sender)
+                return []
+            },
+            Method("Query", input: "s", output: "uia{sv}") { manager, call throws(BusError) in
+                let text = call.string(0)
+                let input = text.isEmpty ? nil : try TargetInput.parseHost(text)
+                return try manager.evaluator.query(
+                    input, watched: input.flatMap(manager.registry.object(for:)), call: call)
+            },
+        ],
         properties: [
             Property("Backend", "s") { .string($0.backend.rawValue) },
             Property("Version", "s", emits: .const) { _ in .string(Names.version) },

@@ -1,24 +1,48 @@
 import CNetlink
 import ReachabilityBus
 import ReachabilityCore
+import ReachabilityPlatform
 
-/// One watched target (the internet target on the root object) exported with the
-/// `…Reachability1.Target` interface. Its owner feeds it evaluated states; it
-/// announces what changed: `PropertiesChanged` first, then `StatusChanged` when the
-/// flags (or the unknown state) changed.
+/// Something that can re-evaluate a target on demand (`Refresh`).
+protocol TargetRefreshing: AnyObject {
+    /// Re-evaluates `target`; returns the reply now, or `nil` and answers `call` later.
+    func refresh(_ target: TargetObject, call: MethodCall) -> [DBusValue]?
+}
+
+/// One target — the internet (root object), a host or an address — exported
+/// with the `…Reachability1.Target` interface. Its owner feeds it evaluated
+/// states; it announces what changed: `PropertiesChanged` first, then
+/// `StatusChanged` when the flags (or the unknown state) changed.
 public final class TargetObject {
+    /// How far the resolution of a host target has come.
+    enum Resolution: Equatable {
+        case pending
+        case resolved([String])
+        case failed(String)
+    }
+
     public let kind: TargetKind
     public let name: String
+    /// The literal of an address target.
+    let address: IPAddress?
     public private(set) var state: TargetState = .unknown
     /// CLOCK_REALTIME µs of the last change of the flags; 0 before the first answer.
     public private(set) var lastChanged: UInt64 = 0
     var exported: ExportedObject?
-    /// Re-evaluates this target now and returns its new state (for `Refresh`).
-    var refresh: (() -> TargetState)?
+    weak var refresher: TargetRefreshing?
 
-    public init(kind: TargetKind, name: String) {
+    // Host targets only.
+    var resolution: Resolution = .pending
+    var lookup: Resolver.Lookup?
+    /// A network change arrived while a lookup was in flight: look up again when it ends.
+    var lookupAgain = false
+    /// `Refresh` calls waiting for the lookup in flight.
+    var waitingCalls: [MethodCall] = []
+
+    init(kind: TargetKind, name: String, address: IPAddress? = nil) {
         self.kind = kind
         self.name = name
+        self.address = address
     }
 
     /// Takes a new evaluation and announces what changed.
@@ -34,15 +58,27 @@ public final class TargetObject {
         }
     }
 
+    /// The reply of `Refresh`: `(u flags, i status)`.
+    var refreshReply: [DBusValue] {
+        [.uint32(state.exportedFlags.rawValue), .int32(state.status.rawValue)]
+    }
+
+    /// Stops any work for this target (it is going away).
+    func cancel() {
+        lookup?.cancel()
+        lookup = nil
+        for call in waitingCalls { call.reply(refreshReply) }
+        waitingCalls = []
+    }
+
     static let statusChanged = Signal("StatusChanged", signature: "iu")
 
     /// The `…Target` interface: every member declared once, here.
     static let interface = Interface<TargetObject>(
         Names.targetInterface,
         methods: [
-            Method("Refresh", output: "ui") { target, _ in
-                if let refresh = target.refresh { target.update(refresh()) }
-                return [.uint32(target.state.exportedFlags.rawValue), .int32(target.state.status.rawValue)]
+            Method("Refresh", output: "ui") { target, call in
+                target.refresher?.refresh(target, call: call) ?? target.refreshReply
             }
         ],
         properties: [
@@ -68,4 +104,21 @@ public final class TargetObject {
         ],
         signals: [statusChanged],
         introspection: Names.contract[Names.targetInterface])
+}
+
+extension TargetState {
+    /// `Query`'s details: `a{sv}` with at least the keys the contract lists.
+    var details: DBusValue {
+        .vardict([
+            ("interface", .string(interface)),
+            ("interface-type", .string(interfaceType.rawValue)),
+            ("addresses", .strings(addresses)),
+            ("connectivity", .string(connectivity.rawValue)),
+            ("metered", .boolean(isMetered)),
+            ("vpn", .boolean(isVPN)),
+            ("reachable-ipv4", .boolean(reachableIPv4)),
+            ("reachable-ipv6", .boolean(reachableIPv6)),
+            ("error", .string(error)),
+        ])
+    }
 }

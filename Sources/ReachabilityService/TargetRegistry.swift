@@ -1,0 +1,73 @@
+import ReachabilityBus
+import ReachabilityCore
+import ReachabilityPlatform
+
+/// The watched targets and who holds them. One object per normalised target,
+/// shared by every caller; it disappears (with `InterfacesRemoved`) when its last
+/// holder releases it or leaves the bus.
+final class TargetRegistry {
+    private let connection: BusConnection
+    private var holders: HolderRegistry<TargetKey>
+    private(set) var objects: [TargetKey: TargetObject] = [:]
+    private var keysByPath: [ObjectPath: TargetKey] = [:]
+    /// Called for a new target after it is exported, and for a removed one before it is unexported.
+    var onAdded: ((TargetObject) -> Void)?
+    var onRemoved: ((TargetObject) -> Void)?
+
+    init(connection: BusConnection, perClientLimit: Int, globalLimit: Int) {
+        self.connection = connection
+        holders = HolderRegistry(perClientLimit: perClientLimit, globalLimit: globalLimit)
+    }
+
+    var hostCount: Int { objects.keys.lazy.filter { $0.kind == .host }.count }
+
+    /// The object watching `input`, if any (for `Query`'s fast path).
+    func object(for input: TargetInput) -> TargetObject? { objects[input.key] }
+
+    /// Makes `client` a holder of `input`'s target, creating the object if needed.
+    func watch(_ input: TargetInput, client: String) throws(BusError) -> ObjectPath {
+        let key = input.key
+        let isFirst: Bool
+        do {
+            isFirst = try holders.hold(key, client: client)
+        } catch {
+            throw ServiceError.tooManyTargets(error.message)
+        }
+        if isFirst || objects[key] == nil {
+            let address: IPAddress? = if case .address(let a) = input { a } else { nil }
+            let object = TargetObject(kind: key.kind, name: key.name, address: address)
+            objects[key] = object
+            keysByPath[key.path] = key
+            object.exported = connection.export(object, at: key.path, interfaces: [TargetObject.interface])
+            onAdded?(object)
+        }
+        return key.path
+    }
+
+    /// `client` stops holding the target at `path`.
+    func release(_ path: ObjectPath, client: String) throws(BusError) {
+        guard let key = keysByPath[path] else {
+            throw ServiceError.unknownTarget("\(path.rawValue) is not a watched target")
+        }
+        let isLast: Bool
+        do {
+            isLast = try holders.release(key, client: client)
+        } catch {
+            throw ServiceError.unknownTarget("\(path.rawValue) is not held by \(client)")
+        }
+        if isLast { remove(key) }
+    }
+
+    /// Everything `client` held is released (it left the bus).
+    func releaseAll(client: String) {
+        for key in holders.releaseAll(client: client) { remove(key) }
+    }
+
+    private func remove(_ key: TargetKey) {
+        guard let object = objects.removeValue(forKey: key) else { return }
+        keysByPath[key.path] = nil
+        onRemoved?(object)
+        object.cancel()
+        connection.unexport(key.path)
+    }
+}

@@ -1,0 +1,72 @@
+import Testing
+@testable import ReachabilityBus
+@testable import ReachabilityService
+
+@Suite("Target input: parsing, normalising, paths")
+struct TargetInputTests {
+    @Test("address literals are canonicalised", arguments: [
+        ("127.0.0.1", "127.0.0.1"),
+        ("::1", "::1"),
+        ("0:0:0:0:0:0:0:1", "::1"),
+        ("2001:DB8::0:1", "2001:db8::1"),
+        ("::ffff:192.0.2.1", "::ffff:192.0.2.1"),
+        ("fe80::1%lo", "fe80::1%lo"),
+    ])
+    func addresses(input: String, canonical: String) throws {
+        let parsed = try TargetInput.parseAddress(input)
+        #expect(parsed.key == TargetKey(kind: .address, name: canonical))
+    }
+
+    @Test("bad address literals name the problem", arguments: [
+        ("1.2.3", "not an IPv4 or IPv6 address literal"),
+        ("256.1.1.1", "not an IPv4 or IPv6 address literal"),
+        ("01.2.3.4", "not an IPv4 or IPv6 address literal"),
+        ("::1::2", "not an IPv4 or IPv6 address literal"),
+        ("fe80::1%nosuch", "no interface \"nosuch\""),
+        ("192.0.2.1%lo", "not an IPv4 or IPv6 address literal"),
+        ("", "not an IPv4 or IPv6 address literal"),
+        ("example.com", "not an IPv4 or IPv6 address literal"),
+    ])
+    func badAddresses(input: String, message: String) {
+        #expect {
+            _ = try TargetInput.parseAddress(input)
+        } throws: { error in
+            let error = error as? BusError
+            return error?.name == "io.github.reachabilityd.Reachability1.Error.InvalidTarget"
+                && error?.message.contains(message) == true
+        }
+    }
+
+    @Test("WatchHost with a literal watches the address, as Apple does")
+    func hostLiteral() throws {
+        #expect(try TargetInput.parseHost("127.0.0.1").key == TargetKey(kind: .address, name: "127.0.0.1"))
+        #expect(try TargetInput.parseHost("::1").key == TargetKey(kind: .address, name: "::1"))
+    }
+
+    @Test("host names are lower-cased, lose a trailing dot, and IDN becomes ASCII")
+    func hosts() throws {
+        #expect(try TargetInput.parseHost("Example.COM.").key == TargetKey(kind: .host, name: "example.com"))
+        #expect(try TargetInput.parseHost("bücher.example").key
+                == TargetKey(kind: .host, name: "xn--bcher-kva.example"))
+    }
+
+    @Test("over-long input is refused before any work")
+    func huge() {
+        #expect(throws: BusError.self) { _ = try TargetInput.parseHost(String(repeating: "a", count: 100_000)) }
+        #expect(throws: BusError.self) { _ = try TargetInput.parseAddress(String(repeating: "1", count: 100_000)) }
+    }
+
+    @Test("object paths are computable: sd_bus_path_encode under host/ and address/")
+    func paths() throws {
+        #expect(try TargetInput.parseHost("example.com").key.path.rawValue
+                == "/io/github/reachabilityd/Reachability1/host/example_2ecom")
+        #expect(try TargetInput.parseAddress("127.0.0.1").key.path.rawValue
+                == "/io/github/reachabilityd/Reachability1/address/_3127_2e0_2e0_2e1")
+    }
+
+    @Test("messages quote input safely")
+    func quoting() {
+        #expect(TargetInput.quoted("a\u{1}b") == "\"a\\u{1}b\"")
+        #expect(TargetInput.quoted(String(repeating: "x", count: 100)).hasSuffix("…\""))
+    }
+}
