@@ -33,6 +33,8 @@ let package = Package(
             name: "ReachabilityService",
             dependencies: ["ReachabilityCore", "ReachabilityBus", "ReachabilityPlatform"],
             plugins: ["EmbedContract"]),
+        // Call-cost benchmark (a libdbus client); see README, "Performance".
+        .executableTarget(name: "reachability-bench", dependencies: ["ReachabilityBus"]),
         // Build-time generation of the contract string from dbus/*.xml.
         .executableTarget(name: "embed-contract"),
         .plugin(name: "EmbedContract", capability: .buildTool(), dependencies: ["embed-contract"]),

@@ -41,16 +41,22 @@ enum Dispatcher {
         case "":
             // No interface given: the first interface with that member.
             for candidate in object.interfaces {
-                if let method = candidate.methods[member] {
-                    return expecting(method.input, method.output, candidate.name, method.invoke)
+                if let method = candidate.table.methods[member] {
+                    let owner = candidate.owner
+                    return expecting(method.input, method.output, candidate.name) { call throws(BusError) in
+                        try method.invoke(owner, call)
+                    }
                 }
             }
         default:
             guard let bound = object.interface(interface) else {
                 return .failure(.unknownInterface("\(path.rawValue) has no interface \(interface)"))
             }
-            if let method = bound.methods[member] {
-                return expecting(method.input, method.output, interface, method.invoke)
+            if let method = bound.table.methods[member] {
+                let owner = bound.owner
+                return expecting(method.input, method.output, interface) { call throws(BusError) in
+                    try method.invoke(owner, call)
+                }
             }
         }
         return .failure(.unknownMethod(
@@ -74,7 +80,7 @@ enum Dispatcher {
             }
             throw .unknownInterface("\(object.path.rawValue) has no interface \(name)")
         }
-        func find(_ call: MethodCall) throws(BusError) -> (BoundInterface, BoundInterface.BoundProperty) {
+        func find(_ call: MethodCall) throws(BusError) -> (BoundInterface, Int) {
             let (bound, name) = try lookup(call)
             let candidates = bound.map { [$0] } ?? object.interfaces
             for c in candidates {
@@ -86,15 +92,17 @@ enum Dispatcher {
         switch member {
         case "Get":
             return expecting("ss", "v", iface) { call throws(BusError) in
-                let (_, property) = try find(call)
-                return [.variant(property.get())]
+                let (bound, index) = try find(call)
+                return [.variant(bound.value(index))]
             }
         case "GetAll":
             return expecting("s", "a{sv}", iface) { call throws(BusError) in
                 let name = call.string(0)
                 if let bound = object.interface(name) { return [bound.allProperties()] }
                 if name.isEmpty {
-                    return [.vardict(object.interfaces.flatMap { i in i.properties.map { ($0.name, $0.property.get()) } })]
+                    return [.vardict(object.interfaces.flatMap { i in
+                        i.table.properties.indices.map { (i.table.properties[$0].name, i.value($0)) }
+                    })]
                 }
                 _ = try lookup(call)
                 return [.vardict([])]

@@ -1,43 +1,64 @@
-/// One interface table with its owner bound in, ready to export.
-public struct BoundInterface {
-    struct BoundMethod {
+/// An interface table with its owner's type erased, built once per table and
+/// shared by every object exported with it.
+final class ErasedInterface: @unchecked Sendable {
+    // Safety: immutable after init; its closures are @Sendable table entries.
+    struct ErasedMethod {
         let input: String
         let output: String
-        let invoke: (MethodCall) throws(BusError) -> [DBusValue]?
+        let invoke: @Sendable (AnyObject, MethodCall) throws(BusError) -> [DBusValue]?
     }
-    struct BoundProperty {
+    struct ErasedProperty {
+        let name: String
         let signature: String
         let emits: EmitsChanged
-        let get: () -> DBusValue
+        let get: @Sendable (AnyObject) -> DBusValue
     }
 
     let name: String
-    let methods: [String: BoundMethod]
-    let properties: [(name: String, property: BoundProperty)]
+    let methods: [String: ErasedMethod]
+    let properties: [ErasedProperty]
+    let propertyIndex: [String: Int]
     let signals: [String: Signal]
     let introspection: String
+    /// Indices of the properties announced with their values.
+    let announcedIndices: [Int]
 
-    init<Owner: AnyObject>(_ interface: Interface<Owner>, owner: Owner) {
-        name = interface.name
-        methods = Dictionary(uniqueKeysWithValues: interface.methods.map { m in
-            (m.name, BoundMethod(input: m.input, output: m.output, invoke: { call throws(BusError) in
-                try m.body(owner, call)
+    init<Owner: AnyObject>(
+        name: String, methods: [Method<Owner>], properties: [Property<Owner>], signals: [Signal],
+        introspection: String
+    ) {
+        self.name = name
+        self.methods = Dictionary(uniqueKeysWithValues: methods.map { m in
+            (m.name, ErasedMethod(input: m.input, output: m.output, invoke: { owner, call throws(BusError) in
+                try m.body(unsafeDowncast(owner, to: Owner.self), call)
             }))
         })
-        properties = interface.properties.map { p in
-            (p.name, BoundProperty(signature: p.signature, emits: p.emits, get: { p.get(owner) }))
+        self.properties = properties.map { p in
+            ErasedProperty(name: p.name, signature: p.signature, emits: p.emits,
+                           get: { p.get(unsafeDowncast($0, to: Owner.self)) })
         }
-        signals = Dictionary(uniqueKeysWithValues: interface.signals.map { ($0.name, $0) })
-        introspection = interface.introspection
+        let erasedProperties = self.properties
+        propertyIndex = Dictionary(uniqueKeysWithValues: erasedProperties.enumerated().map { ($1.name, $0) })
+        self.signals = Dictionary(uniqueKeysWithValues: signals.map { ($0.name, $0) })
+        self.introspection = introspection
+        announcedIndices = erasedProperties.indices.filter { erasedProperties[$0].emits == .yes }
     }
+}
 
-    func property(_ name: String) -> BoundProperty? {
-        properties.first { $0.name == name }?.property
-    }
+/// One interface table with its owner bound in, ready to export.
+public struct BoundInterface {
+    let table: ErasedInterface
+    let owner: AnyObject
+
+    var name: String { table.name }
+
+    func value(_ index: Int) -> DBusValue { table.properties[index].get(owner) }
+
+    func property(_ name: String) -> Int? { table.propertyIndex[name] }
 
     /// All properties as `a{sv}`.
     func allProperties() -> DBusValue {
-        .vardict(properties.map { ($0.name, $0.property.get()) })
+        .vardict(table.properties.indices.map { (table.properties[$0].name, value($0)) })
     }
 }
 
@@ -47,20 +68,15 @@ public final class ExportedObject {
     public let path: ObjectPath
     let interfaces: [BoundInterface]
     private unowned let connection: BusConnection
-    /// The values last announced (or first exported), per interface and property.
-    private var announced: [String: [String: DBusValue]] = [:]
+    /// The values last announced (or first exported): per interface, in the order
+    /// of its table's `announcedIndices`.
+    private var announced: [[DBusValue]]
 
     init(path: ObjectPath, interfaces: [BoundInterface], connection: BusConnection) {
         self.path = path
         self.interfaces = interfaces
         self.connection = connection
-        for interface in interfaces {
-            var values: [String: DBusValue] = [:]
-            for (name, property) in interface.properties where property.emits == .yes {
-                values[name] = property.get()
-            }
-            announced[interface.name] = values
-        }
+        announced = interfaces.map { i in i.table.announcedIndices.map { i.value($0) } }
     }
 
     func interface(_ name: String) -> BoundInterface? { interfaces.first { $0.name == name } }
@@ -68,24 +84,17 @@ public final class ExportedObject {
     /// Emits `PropertiesChanged` for each interface whose announced properties
     /// changed since the last call, carrying only those properties.
     public func propertiesChanged() {
-        for interface in interfaces {
+        for (i, interface) in interfaces.enumerated() {
             var changed: [(String, DBusValue)] = []
-            var invalidated: [String] = []
-            for (name, property) in interface.properties {
-                switch property.emits {
-                case .yes:
-                    let value = property.get()
-                    if announced[interface.name]?[name] != value {
-                        announced[interface.name]?[name] = value
-                        changed.append((name, value))
-                    }
-                case .invalidates:
-                    invalidated.append(name)
-                case .const, .no:
-                    continue
+            for (slot, index) in interface.table.announcedIndices.enumerated() {
+                let value = interface.value(index)
+                if announced[i][slot] != value {
+                    announced[i][slot] = value
+                    changed.append((interface.table.properties[index].name, value))
                 }
             }
             guard !changed.isEmpty else { continue }
+            let invalidated = interface.table.properties.filter { $0.emits == .invalidates }.map(\.name)
             connection.emitSignal(path: path, interface: StandardInterfaces.properties, name: "PropertiesChanged",
                                   [.string(interface.name), .vardict(changed), .strings(invalidated)])
         }
@@ -94,7 +103,7 @@ public final class ExportedObject {
     /// Emits one of the object's declared signals. Arguments that do not match
     /// the declared signature are a programming error: logged, not sent.
     public func emit(_ signal: Signal, interface: String, _ values: [DBusValue]) {
-        guard self.interface(interface)?.signals[signal.name] == signal else {
+        guard self.interface(interface)?.table.signals[signal.name] == signal else {
             Log.error("\(path) does not declare \(interface).\(signal.name)")
             return
         }
@@ -114,7 +123,7 @@ public final class ExportedObject {
 
 extension Interface {
     /// This table with `owner` bound in, for `BusConnection.export(at:interfaces:)`.
-    public func bound(to owner: Owner) -> BoundInterface { BoundInterface(self, owner: owner) }
+    public func bound(to owner: Owner) -> BoundInterface { BoundInterface(table: erased, owner: owner) }
 }
 
 extension BusConnection {
@@ -194,7 +203,7 @@ extension BusConnection {
             """
         if let object = objects[path] {
             for interface in object.interfaces {
-                xml += interface.introspection + "\n"
+                xml += interface.table.introspection + "\n"
             }
             xml += StandardInterfaces.xml
             if path == objectManagerPath { xml += StandardInterfaces.objectManagerXML }

@@ -63,6 +63,8 @@ public struct Interface<Owner: AnyObject>: Sendable {
     public let signals: [Signal]
     /// The `<interface>` element served by `Introspect`.
     public let introspection: String
+    /// The same table, type-erased once for every object that exports it.
+    let erased: ErasedInterface
 
     public init(
         _ name: String, methods: [Method<Owner>] = [], properties: [Property<Owner>] = [],
@@ -73,6 +75,8 @@ public struct Interface<Owner: AnyObject>: Sendable {
         self.properties = properties
         self.signals = signals
         self.introspection = introspection
+        self.erased = ErasedInterface(name: name, methods: methods, properties: properties, signals: signals,
+                                      introspection: introspection)
     }
 }
 

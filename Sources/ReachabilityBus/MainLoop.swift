@@ -137,3 +137,8 @@ extension SourceHandle {
         return handle
     }
 }
+
+/// The loop's monotonic clock. Wraps `g_get_monotonic_time`.
+public enum MonotonicClock {
+    public static func microseconds() -> Int64 { Int64(g_get_monotonic_time()) }
+}

@@ -6,8 +6,8 @@ import ReachabilityCore
 /// rtnetlink, the kernel's routing interface. Every netlink syscall of the
 /// project goes through this file.
 public final class Netlink {
-    private let fd: Int32
-    private var sequence: UInt32 = 0
+    let fd: Int32
+    var sequence: UInt32 = 0
     /// Kernel-only interface facts (sysfs reads) cached per index and name.
     private var kernelTypes: [String: (InterfaceType, Bool)] = [:]
 

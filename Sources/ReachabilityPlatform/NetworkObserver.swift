@@ -64,13 +64,13 @@ public final class NetworkObserver {
 }
 
 extension NetworkObserver {
-    /// The kernel's route to `address` (`nil`: no route, or netlink failed, which is logged).
-    public func route(to address: IPAddress) -> RouteFact? {
+    /// The kernel's routes to `addresses` (`nil`: no route, or netlink failed, which is logged).
+    public func routes(to addresses: [IPAddress]) -> [RouteFact?] {
         do {
-            return try netlink.route(to: address)
+            return try netlink.routes(to: addresses)
         } catch {
-            Log.error("cannot look up the route to \(address): \(error)")
-            return nil
+            Log.error("cannot look up routes: \(error)")
+            return addresses.map { _ in nil }
         }
     }
 }

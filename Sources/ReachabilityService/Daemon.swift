@@ -115,12 +115,18 @@ public final class Daemon {
     /// One evaluation of every target after a burst of changes; host names are
     /// looked up again (their routes are re-evaluated at once meanwhile).
     private func networkChanged() {
+        let start = MonotonicClock.microseconds()
+        defer {
+            Log.debug("evaluated \(registry.objects.count + 1) targets in "
+                      + "\(Double(MonotonicClock.microseconds() - start) / 1000) ms")
+        }
         evaluator.reload()
         if manager.backend != evaluator.facts.backend {
             Log.info("backend: \(evaluator.facts.backend.rawValue) (mode \(backendMode.rawValue))")
             manager.backend = evaluator.facts.backend
         }
         internet.update(evaluator.state(of: internet))
+        evaluator.prefetchRoutes(for: registry.objects.values)
         for target in registry.objects.values {
             target.update(evaluator.state(of: target))
             evaluator.resolve(target)

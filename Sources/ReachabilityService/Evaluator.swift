@@ -35,9 +35,28 @@ final class Evaluator: TargetRefreshing {
 
     private func route(_ address: IPAddress) -> RouteFact? {
         if let cached = routes[address] { return cached }
-        let route = observer?.route(to: address)
+        let route = observer?.routes(to: [address]).first ?? nil
         routes[address] = route
         return route
+    }
+
+    /// Looks the routes of every address of `targets` up in batches, ahead of evaluating them.
+    func prefetchRoutes<S: Sequence>(for targets: S) where S.Element == TargetObject {
+        var wanted: [IPAddress] = []
+        var seen = Set<IPAddress>()
+        for target in targets {
+            let addresses: [IPAddress] =
+                switch (target.kind, target.resolution) {
+                case (.address, _): target.address.map { [$0] } ?? []
+                case (.host, .resolved(let list)): list.compactMap { try? IPAddress(parsing: $0) }
+                default: []
+                }
+            for address in addresses where routes[address] == nil && seen.insert(address).inserted {
+                wanted.append(address)
+            }
+        }
+        guard let observer, !wanted.isEmpty else { return }
+        for (address, route) in zip(wanted, observer.routes(to: wanted)) { routes[address] = route }
     }
 
     private func addressRoute(_ address: IPAddress) -> Engine.AddressRoute {
