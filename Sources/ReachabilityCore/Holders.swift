@@ -1,74 +1,118 @@
-/// Which bus clients (unique names) hold which targets, with limits.
-public struct HolderRegistry<Key: Hashable & Sendable>: Sendable {
-    public enum HoldError: Error, Hashable, Sendable {
-        case tooManyTargets(String)
-        case unknownTarget(String)
+/// Why a hold or a release was refused. Mapped to the D-Bus errors
+/// `…Error.TooManyTargets` and `…Error.UnknownTarget`.
+public enum HoldError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// A per-client or the global limit on watched targets would be exceeded.
+    case tooManyTargets(String)
+    /// The client does not hold the target it tried to release.
+    case unknownTarget(String)
 
-        public var message: String {
-            switch self {
-            case .tooManyTargets(let m), .unknownTarget(let m): m
-            }
+    /// The message for the D-Bus error.
+    public var message: String {
+        switch self {
+        case .tooManyTargets(let m), .unknownTarget(let m): m
         }
     }
 
+    public var description: String { message }
+}
+
+/// Which bus clients (by unique name) hold which targets, with a per-client
+/// and a global limit (SPEC "Manager": defaults 256 and 16384).
+///
+/// Indexed both ways, so holding, releasing and dropping a vanished client cost
+/// a few dictionary operations per target involved.
+public struct HolderRegistry<Key: Hashable & Sendable>: Sendable {
+    /// The most targets one client may hold at once.
     public let perClientLimit: Int
+    /// The most distinct targets held by anybody at once.
     public let globalLimit: Int
+
     private var holdersByKey: [Key: Set<String>] = [:]
     private var keysByClient: [String: Set<Key>] = [:]
 
     public init(perClientLimit: Int = 256, globalLimit: Int = 16384) {
+        precondition(perClientLimit >= 0 && globalLimit >= 0, "limits must not be negative")
         self.perClientLimit = perClientLimit
         self.globalLimit = globalLimit
     }
 
-    /// The number of distinct held targets.
-    public var count: Int { holdersByKey.count }
-
-    public func holders(of key: Key) -> Set<String> { holdersByKey[key] ?? [] }
-    public func targets(of client: String) -> Set<Key> { keysByClient[client] ?? [] }
-
-    /// Makes `client` a holder of `key`. Idempotent per client. Returns true when
-    /// `key` had no holder before (the caller creates its object).
+    /// `client` starts holding `key`. Idempotent per client: holding again
+    /// changes nothing and returns `false`.
+    ///
+    /// - Returns: `true` when `client` is the first holder of `key` (the caller
+    ///   creates the target's object).
+    /// - Throws: `.tooManyTargets` when `client` already holds `perClientLimit`
+    ///   targets, or `key` is new and `globalLimit` distinct targets are held.
     public mutating func hold(_ key: Key, client: String) throws(HoldError) -> Bool {
-        if keysByClient[client]?.contains(key) == true { return false }
-        if (keysByClient[client]?.count ?? 0) >= perClientLimit {
-            throw .tooManyTargets("this client already watches \(perClientLimit) targets, the most one client may; "
-                                  + "release some first")
+        let held = keysByClient[client]
+        if held?.contains(key) == true { return false }
+        if (held?.count ?? 0) >= perClientLimit {
+            throw .tooManyTargets(
+                "client \(InvalidTarget.quoted(client)) already holds \(targetCount(held?.count ?? 0)); "
+                    + "the per-client limit is \(perClientLimit)")
         }
         let isNew = holdersByKey[key] == nil
         if isNew && holdersByKey.count >= globalLimit {
-            throw .tooManyTargets("the service already watches \(globalLimit) targets, the most it may")
+            throw .tooManyTargets(
+                "the daemon already watches \(targetCount(holdersByKey.count)); the global limit is \(globalLimit)")
         }
-        holdersByKey[key, default: []].insert(client)
         keysByClient[client, default: []].insert(key)
+        holdersByKey[key, default: []].insert(client)
         return isNew
     }
 
-    /// `client` stops holding `key`. Returns true when no holder remains.
+    /// `client` stops holding `key`.
+    ///
+    /// - Returns: `true` when no holder of `key` remains (the caller removes
+    ///   the target's object).
+    /// - Throws: `.unknownTarget` when `client` does not hold `key`.
     public mutating func release(_ key: Key, client: String) throws(HoldError) -> Bool {
         guard keysByClient[client]?.remove(key) != nil else {
-            throw .unknownTarget("the client does not hold this target")
+            throw .unknownTarget("client \(InvalidTarget.quoted(client)) does not hold this target")
         }
         if keysByClient[client]?.isEmpty == true { keysByClient[client] = nil }
-        holdersByKey[key]?.remove(client)
-        if holdersByKey[key]?.isEmpty == true {
-            holdersByKey[key] = nil
-            return true
-        }
-        return false
+        return dropHolder(client, of: key)
     }
 
-    /// Releases everything `client` holds; returns the keys left without a holder.
+    /// Drops everything `client` holds (it left the bus).
+    ///
+    /// - Returns: the keys that lost their last holder, in no particular order.
     public mutating func releaseAll(client: String) -> [Key] {
         guard let keys = keysByClient.removeValue(forKey: client) else { return [] }
         var orphaned: [Key] = []
-        for key in keys {
-            holdersByKey[key]?.remove(client)
-            if holdersByKey[key]?.isEmpty == true {
-                holdersByKey[key] = nil
-                orphaned.append(key)
-            }
+        for key in keys where dropHolder(client, of: key) {
+            orphaned.append(key)
         }
         return orphaned
+    }
+
+    /// The clients holding `key`; empty when nobody does.
+    public func holders(of key: Key) -> Set<String> {
+        holdersByKey[key] ?? []
+    }
+
+    /// The keys `client` holds; empty when it holds none.
+    public func targets(of client: String) -> Set<Key> {
+        keysByClient[client] ?? []
+    }
+
+    /// Whether anybody holds `key`.
+    public func contains(_ key: Key) -> Bool {
+        holdersByKey[key] != nil
+    }
+
+    /// The number of distinct keys held.
+    public var count: Int { holdersByKey.count }
+
+    private func targetCount(_ n: Int) -> String {
+        n == 1 ? "1 target" : "\(n) targets"
+    }
+
+    /// Removes `client` from the holders of `key`; `true` when none remains.
+    private mutating func dropHolder(_ client: String, of key: Key) -> Bool {
+        holdersByKey[key]?.remove(client)
+        guard holdersByKey[key]?.isEmpty ?? true else { return false }
+        holdersByKey[key] = nil
+        return true
     }
 }

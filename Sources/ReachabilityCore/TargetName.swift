@@ -1,87 +1,180 @@
-/// Why an input is not a valid target; the message names the label, the
-/// character and the limit, and is safe to send on D-Bus.
-public struct InvalidTarget: Error, Hashable, Sendable {
+/// A target the daemon refuses to watch, with a message that says what is wrong
+/// with the input (which label, which character, which limit). Mapped to the
+/// D-Bus error `io.github.reachabilityd.Reachability1.Error.InvalidTarget`.
+///
+/// The message is always safe to send on the bus: valid UTF-8, no NUL, control
+/// characters of the input escaped, the echoed input cut to
+/// `InvalidTarget.echoLimit` characters.
+public struct InvalidTarget: Error, Hashable, Sendable, CustomStringConvertible {
     public let message: String
-    public init(_ message: String) { self.message = message }
+
+    public init(message: String) {
+        self.message = message
+    }
+
+    public var description: String { message }
+
+    /// How many characters of the input a message echoes before it cuts with "…".
+    public static let echoLimit = 80
+
+    /// `input` in double quotes, fit to put in an error message: `"` and `\`
+    /// backslash-escaped, control and invisible characters written as `\t`,
+    /// `\n`, `\r`, `\0` or `\u{XX}`, and cut after `limit` characters with "…".
+    public static func quoted(_ input: String, limit: Int = echoLimit) -> String {
+        var out = "\""
+        var count = 0
+        for scalar in input.unicodeScalars {
+            if count == limit {
+                out += "…"
+                break
+            }
+            out += escaped(scalar)
+            count += 1
+        }
+        return out + "\""
+    }
+
+    /// One character as `"x" (U+0078)`, escaped like `quoted(_:)`.
+    public static func describe(_ scalar: Unicode.Scalar) -> String {
+        "\"\(escaped(scalar))\" (\(codePoint(scalar)))"
+    }
+
+    /// `U+XXXX`, at least four upper-case hex digits.
+    static func codePoint(_ scalar: Unicode.Scalar) -> String {
+        let hex = String(scalar.value, radix: 16, uppercase: true)
+        return "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+    }
+
+    private static func escaped(_ scalar: Unicode.Scalar) -> String {
+        switch scalar {
+        case "\"": return "\\\""
+        case "\\": return "\\\\"
+        case "\t": return "\\t"
+        case "\n": return "\\n"
+        case "\r": return "\\r"
+        case "\0": return "\\0"
+        default: break
+        }
+        switch scalar.properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator, .privateUse, .surrogate,
+            .unassigned:
+            return "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+        default:
+            return String(scalar)
+        }
+    }
 }
 
-/// Host-name validation and normalisation, as the specification says.
+/// Host-name validation and normalisation (SPEC "Host names"), so that one
+/// host has one object.
 public enum TargetName {
-    /// Longer raw inputs are refused before any other work.
+    /// Raw inputs longer than this many UTF-8 bytes are refused before any other
+    /// work, so a client cannot make the daemon walk huge strings.
     public static let maximumInputLength = 1024
+    /// The longest host name, without its trailing dot.
     public static let maximumNameLength = 253
+    /// The longest label.
     public static let maximumLabelLength = 63
 
-    /// Validates an ASCII host name (IDN already converted by the caller) and
-    /// returns its normal form: lower-case, without the trailing dot.
+    private static let allowedCharacters = #"allowed are ASCII letters, digits, "-" and "_""#
+
+    /// The normalised form of a host name: lower-case ASCII, no trailing dot.
+    ///
+    /// `name` must already be in its ASCII form (the caller converts IDN names
+    /// with IDNA first); any non-ASCII character left is an error. Rules: not
+    /// empty; one trailing dot allowed and dropped; at most 253 bytes; labels of
+    /// 1–63 bytes made of ASCII letters, digits, `-` (never first or last) and
+    /// `_`. An address literal passes these rules too, so ask
+    /// `looksLikeAddressLiteral(_:)` first.
     public static func normalizeHost(_ name: String) throws(InvalidTarget) -> String {
-        let bytes = Array(name.utf8)
-        guard bytes.count <= maximumInputLength else {
-            throw InvalidTarget("host name is \(bytes.count) bytes long; at most \(maximumInputLength) are accepted")
-        }
-        guard !bytes.isEmpty else { throw InvalidTarget("host name is empty") }
-        var body = bytes[...]
-        if body.last == UInt8(ascii: ".") { body = body.dropLast() }
-        guard !body.isEmpty else { throw InvalidTarget("host name \(quote(name)) has no label") }
-        guard body.count <= maximumNameLength else {
+        let byteCount = name.utf8.count
+        if byteCount > maximumInputLength {
             throw InvalidTarget(
-                "host name \(quote(name)) is \(body.count) bytes long; at most \(maximumNameLength) are allowed")
+                message: "host name \(InvalidTarget.quoted(name)) is \(byteCount) bytes long; "
+                    + "at most \(maximumInputLength) are accepted")
         }
-        let labels = body.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        for (i, label) in labels.enumerated() {
-            let number = i + 1
-            guard !label.isEmpty else {
-                throw InvalidTarget("host name \(quote(name)): label \(number) is empty (two dots in a row, or a leading dot)")
+        if name.isEmpty {
+            throw InvalidTarget(message: "host name is empty")
+        }
+        if name == "." {
+            throw InvalidTarget(
+                message: #"host name ".": the root domain alone is not a host name"#)
+        }
+
+        let quotedName = InvalidTarget.quoted(name)
+        var body = name.unicodeScalars[...]
+        if body.last == "." { body = body.dropLast() }
+
+        let labels = body.split(separator: ".", omittingEmptySubsequences: false)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(byteCount)
+        for (index, label) in labels.enumerated() {
+            let number = index + 1
+            if label.isEmpty {
+                let why =
+                    index == 0
+                    ? "the name starts with a dot"
+                    : index == labels.count - 1 ? "the name ends with two dots" : "two dots in a row"
+                throw InvalidTarget(
+                    message: "host name \(quotedName): label \(number) is empty (\(why)); "
+                        + "labels are 1 to \(maximumLabelLength) bytes long")
             }
-            let text = String(decoding: label, as: UTF8.self)
-            guard label.count <= maximumLabelLength else {
-                throw InvalidTarget("host name \(quote(name)): label \(number) (\(quote(text))) is \(label.count) "
-                                    + "bytes long; at most \(maximumLabelLength) are allowed")
+            let labelText = String(label)
+            let quotedLabel = InvalidTarget.quoted(labelText)
+            for scalar in label where !isAllowed(scalar) {
+                let notASCII = scalar.isASCII ? "" : ", which is not ASCII (IDN names must be converted first)"
+                throw InvalidTarget(
+                    message: "host name \(quotedName): label \(number) (\(quotedLabel)) contains "
+                        + "\(InvalidTarget.describe(scalar))\(notASCII); \(allowedCharacters)")
             }
-            for byte in label where !isAllowed(byte) {
-                let character = byte < 0x80 ? quote(String(UnicodeScalar(byte))) : "a non-ASCII byte"
-                throw InvalidTarget("host name \(quote(name)): label \(number) (\(quote(text))) contains "
-                                    + "\(character) (\(codePoint(byte))); allowed are ASCII letters, digits, "
-                                    + "\"-\" and \"_\"")
+            // Only ASCII from here on: one scalar is one byte.
+            if label.first == "-" || label.last == "-" {
+                let which = label.first == "-" ? "starts" : "ends"
+                throw InvalidTarget(
+                    message: "host name \(quotedName): label \(number) (\(quotedLabel)) \(which) with "
+                        + #""-"; a hyphen may not begin or end a label"#)
             }
-            if label.first == UInt8(ascii: "-") || label.last == UInt8(ascii: "-") {
-                throw InvalidTarget("host name \(quote(name)): label \(number) (\(quote(text))) begins or ends "
-                                    + "with \"-\"")
+            if label.count > maximumLabelLength {
+                throw InvalidTarget(
+                    message: "host name \(quotedName): label \(number) (\(quotedLabel)) is "
+                        + "\(label.count) bytes long; at most \(maximumLabelLength) are allowed in a label")
+            }
+            if index > 0 { bytes.append(UInt8(ascii: ".")) }
+            for scalar in label {
+                let b = UInt8(scalar.value)
+                bytes.append(b >= 0x41 && b <= 0x5A ? b + 0x20 : b)
             }
         }
-        return String(decoding: body.map(lowercased), as: UTF8.self)
+        if bytes.count > maximumNameLength {
+            throw InvalidTarget(
+                message: "host name \(quotedName) is \(bytes.count) bytes long without a trailing dot; "
+                    + "at most \(maximumNameLength) are allowed")
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// The input can only be meant as an address literal (a colon, or only digits and dots).
+    /// Whether `s` should be parsed as an IPv4 or IPv6 address literal rather
+    /// than validated as a host name: it contains ":" (IPv6, with or without a
+    /// `%scope`), or it is made only of ASCII digits and dots with at least one
+    /// digit (IPv4). Says nothing about whether the literal is valid.
     public static func looksLikeAddressLiteral(_ s: String) -> Bool {
-        if s.contains(":") { return true }
-        return !s.isEmpty && s.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || $0 == UInt8(ascii: ".") }
-    }
-
-    private static func isAllowed(_ b: UInt8) -> Bool {
-        (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
-            || b == UInt8(ascii: "-") || b == UInt8(ascii: "_")
-    }
-
-    private static func lowercased(_ b: UInt8) -> UInt8 { (b >= 0x41 && b <= 0x5A) ? b + 0x20 : b }
-
-    private static func codePoint(_ b: UInt8) -> String {
-        let hex = String(b, radix: 16, uppercase: true)
-        return b < 0x80 ? "U+" + String(repeating: "0", count: 4 - hex.count) + hex : "byte 0x" + hex
-    }
-
-    /// `text` quoted for a message: control characters escaped, at most 80 characters.
-    public static func quote(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars.prefix(80) {
-            if scalar.value < 0x20 || scalar.value == 0x7F {
-                let hex = String(scalar.value, radix: 16, uppercase: true)
-                out += "\\u{" + hex + "}"
-            } else {
-                out.unicodeScalars.append(scalar)
+        var sawDigit = false
+        var onlyDigitsAndDots = true
+        for b in s.utf8 {
+            switch b {
+            case UInt8(ascii: ":"): return true
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): sawDigit = true
+            case UInt8(ascii: "."): break
+            default: onlyDigitsAndDots = false
             }
         }
-        if text.unicodeScalars.count > 80 { out += "…" }
-        return "\"" + out + "\""
+        return sawDigit && onlyDigitsAndDots
+    }
+
+    private static func isAllowed(_ s: Unicode.Scalar) -> Bool {
+        switch s {
+        case "a"..."z", "A"..."Z", "0"..."9", "-", "_": true
+        default: false
+        }
     }
 }

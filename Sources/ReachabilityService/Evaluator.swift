@@ -103,13 +103,15 @@ final class Evaluator: TargetRefreshing {
             case .failure(let error): target.resolution = .failed(error.message)
             }
             target.update(self.state(of: target))
+            if target.lookupAgain {
+                // Refresh calls that came during this lookup wait for the next one.
+                target.lookupAgain = false
+                self.resolve(target)
+                return
+            }
             let waiting = target.waitingCalls
             target.waitingCalls = []
             for call in waiting { call.reply(target.refreshReply) }
-            if target.lookupAgain {
-                target.lookupAgain = false
-                self.resolve(target)
-            }
         }
     }
 

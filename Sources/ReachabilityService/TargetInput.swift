@@ -69,5 +69,5 @@ enum TargetInput: Hashable, Sendable {
         }
     }
 
-    static func quoted(_ text: String) -> String { TargetName.quote(text) }
+    static func quoted(_ text: String) -> String { InvalidTarget.quoted(text) }
 }

@@ -36,7 +36,7 @@ public final class TargetObject {
     var lookup: Resolver.Lookup?
     /// A network change arrived while a lookup was in flight: look up again when it ends.
     var lookupAgain = false
-    /// `Refresh` calls waiting for the lookup in flight.
+    /// `Refresh` calls waiting for a lookup that starts after they arrived.
     var waitingCalls: [MethodCall] = []
 
     init(kind: TargetKind, name: String, address: IPAddress? = nil) {
@@ -78,7 +78,9 @@ public final class TargetObject {
         Names.targetInterface,
         methods: [
             Method("Refresh", output: "ui") { target, call in
-                target.refresher?.refresh(target, call: call) ?? target.refreshReply
+                // `nil` from the refresher means "answered later", not "answer now".
+                guard let refresher = target.refresher else { return target.refreshReply }
+                return refresher.refresh(target, call: call)
             }
         ],
         properties: [

@@ -1,0 +1,113 @@
+"""pytest configuration for reachabilityd's integration tests.
+
+Run them as root with Debian's Python (it has python3-gi and python3-dbusmock):
+
+    sudo /usr/bin/python3 -m pytest Tests/Integration -v
+
+* Missing requirements (root, packages, the built daemon) skip a test with
+  the reason; when the ``CI`` environment variable is set, every skip -- for
+  that or any other reason -- is turned into a failure, so CI never passes
+  by not testing.
+* When a test fails, its report carries the daemon's log and the tails of
+  NetworkManager's, dnsmasq's and the conncheck server's logs.
+* Every lab is closed (processes stopped by PID, namespaces deleted) when the
+  test ends, whatever its outcome.
+
+Fixtures: ``plain_lab`` (a private bus without NetworkManager, no root
+needed), ``nm_lab`` (NetworkManager connected, State 70) and
+``nm_lab_without_nm`` (the same namespaces, NetworkManager not started).
+"""
+
+import os
+
+import pytest
+
+import harness
+
+CI = bool(os.environ.get("CI"))
+
+
+def require(*, root: bool = True, networkmanager: bool = True, daemon: bool = True) -> None:
+    """Skip the test (fail it under CI) when the machine lacks something it needs."""
+    missing = harness.requirements(root=root, networkmanager=networkmanager, daemon=daemon)
+    if not missing:
+        return
+    message = "needs " + ", ".join(missing)
+    if CI:
+        pytest.fail(message + " (CI is set: a missing requirement is a failure)", pytrace=False)
+    pytest.skip(message)
+
+
+def _register(request, lab) -> None:
+    """Remember the lab on the test item so a failure report can carry its logs."""
+    labs = getattr(request.node, "reach_labs", None)
+    if labs is None:
+        labs = request.node.reach_labs = []
+    labs.append(lab)
+
+
+def _lab(request, lab, **start):
+    # Closed by a finalizer, not in a try/finally: a failed start must still
+    # leave the logs readable when the set-up report is made.
+    request.addfinalizer(lab.close)
+    _register(request, lab)
+    lab.start(**start)
+    return lab
+
+
+@pytest.fixture
+def plain_lab(request):
+    """A private system bus with nothing on it: the daemon started there sees
+    no NetworkManager. Runs in the machine's network namespace."""
+    require(root=False, networkmanager=False)
+    return _lab(request, harness.PlainLab())
+
+
+@pytest.fixture
+def nm_lab(request):
+    """NetworkManager connected (State 70) through nmveth0 to the upstream namespace."""
+    require()
+    return _lab(request, harness.NMLab())
+
+
+@pytest.fixture
+def nm_lab_without_nm(request):
+    """The NetworkManager lab with NetworkManager not started (``lab.start_nm()`` starts it)."""
+    require()
+    return _lab(request, harness.NMLab(), networkmanager=False)
+
+
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2])
+    return str(longrepr)
+
+
+def _fail_skip_under_ci(report) -> None:
+    if CI and report.skipped and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        report.longrepr = f"skipped, and CI is set, so a skip is a failure: {_skip_reason(report)}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):  # pylint: disable=unused-argument
+    """Attach the labs' logs to a failing report; under CI, turn skips into failures."""
+    outcome = yield
+    report = outcome.get_result()
+    _fail_skip_under_ci(report)
+    if report.failed:
+        for lab in getattr(item, "reach_labs", []):
+            try:
+                logs = lab.logs()
+            except Exception as error:  # pylint: disable=broad-except
+                logs = [("logs", f"(could not read the logs: {error})")]
+            for title, text in logs:
+                report.sections.append((f"{title} [{report.when}]", text))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):  # pylint: disable=unused-argument
+    """Under CI, a module skipped at collection time is a failure too."""
+    outcome = yield
+    _fail_skip_under_ci(outcome.get_result())

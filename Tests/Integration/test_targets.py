@@ -1,0 +1,323 @@
+"""Host and address targets against the real NetworkManager and dnsmasq.
+
+The daemon runs in NetworkManager's namespaces and resolves through the
+resolv.conf NetworkManager wrote (dnsmasq in the upstream namespace). Route
+facts are the kernel's. Waits are bounded and woken by the daemon's signals.
+"""
+
+import signal
+import subprocess
+import sys
+
+import pytest
+
+import harness
+from harness import (IS_DIRECT, IS_LOCAL_ADDRESS, MANAGER_IFACE, OBJECT_MANAGER_IFACE, REACHABLE, ROOT_PATH,
+                     SERVICE, SOMEHOST, TARGET_IFACE, UPSTREAM_V4, UPSTREAM_V6, CONNCHECK_HOST, Dnsmasq)
+
+LOCAL = REACHABLE | IS_LOCAL_ADDRESS | IS_DIRECT
+ROUTED = ("routed.test", "198.51.100.7")
+ERROR_PREFIX = SERVICE + ".Error."
+
+
+def records(routed_address=ROUTED[1]):
+    return [f"{CONNCHECK_HOST},{UPSTREAM_V4},{UPSTREAM_V6}", ",".join(SOMEHOST), f"{ROUTED[0]},{routed_address}"]
+
+
+def restart_dnsmasq(lab, host_records):
+    if lab.dnsmasq is not None:
+        lab.dnsmasq.stop()
+        # Dnsmasq.start waits for "started" in its log: begin a fresh log.
+        lab.dnsmasq.log.rename(lab.dnsmasq.log.with_suffix(f".{harness.secrets.token_hex(3)}.log"))
+    lab.dnsmasq = Dnsmasq(lab.ns_up, lab.directory, host_records=host_records)
+    lab.dnsmasq.start()
+
+
+def path_of(kind, name):
+    escaped = "".join(c if (c.isascii() and c.isalpha()) or (c.isdigit() and i > 0) else "_%02x" % ord(c)
+                      for i, c in enumerate(name)) or "_"
+    return f"{ROOT_PATH}/{kind}/{escaped}"
+
+
+def start_daemon(nm_lab, args=None):
+    """The daemon, once it reads NetworkManager (Backend announced)."""
+    restart_dnsmasq(nm_lab, records())
+    recorder = nm_lab.recorder()
+    try:
+        nm_lab.daemon(args=args)
+        recorder.sync(interfaces=(MANAGER_IFACE,))
+        recorder.wait_props({"Backend": "networkmanager"}, "Backend networkmanager", interface=MANAGER_IFACE)
+    finally:
+        recorder.close()
+    return nm_lab
+
+
+@pytest.fixture
+def lab(nm_lab):
+    return start_daemon(nm_lab)
+
+
+def watch(client, method, name):
+    return client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, method, "s", (name,))[0]
+
+
+def settled(lab, path, what, check):
+    """Waits (woken by the target's signals) until ``check(props)``; returns the props."""
+    recorder = lab.recorder(path)
+    try:
+        recorder.sync(interfaces=(TARGET_IFACE,))
+        recorder.wait(check, what)
+        return recorder.props
+    finally:
+        recorder.close()
+
+
+def test_routed_on_link_and_both_families(lab):
+    client = lab.client
+    routed = watch(client, "WatchHost", ROUTED[0])
+    assert routed == path_of("host", ROUTED[0])
+    props = settled(lab, routed, "routed host resolved", lambda p: p.get("Status") == 2)
+    assert props["Flags"] == REACHABLE, harness.fmt_props(props)
+    assert props["Addresses"] == [ROUTED[1]]
+    assert props["Interface"] == harness.NM_IFNAME and props["InterfaceType"] == "ethernet"
+    assert props["ReachableIPv4"] and not props["ReachableIPv6"]
+    assert props["Kind"] == "host" and props["Name"] == ROUTED[0] and props["Error"] == ""
+
+    onlink = watch(client, "WatchHost", "SomeHost.Test.")
+    assert onlink == path_of("host", "somehost.test")
+    props = settled(lab, onlink, "on-link host resolved", lambda p: p.get("Status") == 2)
+    assert props["Flags"] == REACHABLE | IS_DIRECT, harness.fmt_props(props)
+    assert sorted(props["Addresses"]) == sorted(SOMEHOST[1:])
+    assert props["ReachableIPv4"] and props["ReachableIPv6"]
+    assert props["Name"] == "somehost.test"
+
+
+@pytest.mark.parametrize("method,literal,canonical", [
+    ("WatchAddress", "127.0.0.1", "127.0.0.1"),
+    ("WatchAddress", "::1", "::1"),
+    ("WatchHost", harness.NM_V4.split("/")[0], harness.NM_V4.split("/")[0]),
+    ("WatchAddress", "0:0::1", "::1"),
+])
+def test_local_addresses(lab, method, literal, canonical):
+    path = watch(lab.client, method, literal)
+    assert path == path_of("address", canonical)
+    props = settled(lab, path, f"{literal} evaluated", lambda p: p.get("Status") == 2)
+    assert props["Flags"] == LOCAL, harness.fmt_props(props)
+    assert props["Kind"] == "address" and props["Name"] == canonical and props["Addresses"] == [canonical]
+
+
+def test_nxdomain_then_dns_change_and_refresh(lab):
+    client = lab.client
+    missing = watch(client, "WatchHost", "nosuch.test")
+    props = settled(lab, missing, "NXDOMAIN answered", lambda p: p.get("Status") == 0)
+    assert props["Flags"] == 0 and props["Error"] != "" and props["Addresses"] == [], harness.fmt_props(props)
+
+    routed = watch(client, "WatchHost", ROUTED[0])
+    settled(lab, routed, "routed host resolved", lambda p: p.get("Addresses") == [ROUTED[1]])
+    # dnsmasq stops: a refresh fails, with an error; then it returns with a changed record.
+    lab.dnsmasq.stop()
+    flags, status = client.call(SERVICE, routed, TARGET_IFACE, "Refresh", timeout=30)
+    assert (flags, status) == (0, 0), (harness.fmt_props(client.get_all(SERVICE, routed, TARGET_IFACE)),
+                                       lab.in_nm_namespace(["cat", "/etc/resolv.conf"]).stdout,
+                                       harness.tail(lab.dnsmasq.log, 5))
+    props = client.get_all(SERVICE, routed, TARGET_IFACE)
+    assert props["Error"] != "" and props["Flags"] == 0, harness.fmt_props(props)
+    restart_dnsmasq(lab, records(routed_address=SOMEHOST[1]))
+    flags, status = client.call(SERVICE, routed, TARGET_IFACE, "Refresh", timeout=30)
+    props = client.get_all(SERVICE, routed, TARGET_IFACE)
+    assert props["Addresses"] == [SOMEHOST[1]], harness.fmt_props(props)
+    assert (flags, status) == (REACHABLE | IS_DIRECT, 2) == (props["Flags"], props["Status"])
+    assert props["Error"] == ""
+
+
+def test_link_flap_reaches_every_target(lab):
+    client = lab.client
+    paths = [watch(client, "WatchHost", ROUTED[0]), watch(client, "WatchHost", SOMEHOST[0]),
+             watch(client, "WatchAddress", UPSTREAM_V4)]
+    recorders = [lab.recorder(p) for p in paths]
+    try:
+        for r in recorders:
+            r.sync(interfaces=(TARGET_IFACE,))
+            r.wait(lambda p: p.get("Status") == 2, "reachable before the flap")
+        marks = [r.mark() for r in recorders]
+        lab.set_carrier(False)
+        for r in recorders:
+            r.wait(lambda p: p.get("Flags") == 0, "flags 0 after carrier loss")
+        lab.set_carrier(True)
+        for r in recorders:
+            r.wait(lambda p: p.get("Status") == 2, "reachable again after carrier returns", timeout=30)
+        for r, m in zip(recorders, marks):
+            r.barrier()  # every signal sent before this round trip has been recorded
+            r.assert_announced(m)
+            assert r.status_changes(m)[-1][0] == 2, r.describe(m)
+    finally:
+        for r in recorders:
+            r.close()
+
+
+HOLDER = r"""
+import sys, time
+from gi.repository import Gio, GLib
+c = Gio.DBusConnection.new_for_address_sync(sys.argv[1], Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT
+                                            | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)
+r = c.call_sync(sys.argv[2], sys.argv[3], sys.argv[4], "WatchHost", GLib.Variant("(s)", (sys.argv[5],)),
+                None, 0, -1, None)
+print(r.unpack()[0], flush=True)
+time.sleep(600)
+"""
+
+
+def test_shared_objects_released_by_holders(lab):
+    first = lab.client
+    second = lab.bus.client()
+    try:
+        path = watch(first, "WatchHost", SOMEHOST[0])
+        assert watch(second, "WatchHost", "SOMEHOST.test") == path  # one object per normalised host
+        assert watch(first, "WatchHost", SOMEHOST[0]) == path  # idempotent per caller
+        first.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "Release", "o", (path,))
+        assert first.call_error(SERVICE, ROOT_PATH, MANAGER_IFACE, "Release", "o", (path,)).name \
+            == ERROR_PREFIX + "UnknownTarget"
+        assert "Kind" in first.get_all(SERVICE, path, TARGET_IFACE)  # second still holds it
+        second.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "Release", "o", (path,))
+        harness.wait_until(lambda: first.call_error(SERVICE, path, TARGET_IFACE, "Refresh") is not None, 5,
+                           "object gone after the last Release")
+    finally:
+        second.close()
+
+    # A holder process that is killed releases its target: InterfacesRemoved.
+    removed = []
+    sub = first.conn.signal_subscribe(SERVICE, OBJECT_MANAGER_IFACE, "InterfacesRemoved", ROOT_PATH, None, 0,
+                                      lambda *a: removed.append(a[5].unpack()[0]))
+    holder = subprocess.Popen(["/usr/bin/python3", "-c", HOLDER, lab.bus.address, SERVICE, ROOT_PATH, MANAGER_IFACE,
+                               ROUTED[0]], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        path = holder.stdout.readline().strip()
+        assert path == path_of("host", ROUTED[0]), holder.stderr.read() if holder.poll() is not None else path
+        managed = first.call(SERVICE, ROOT_PATH, OBJECT_MANAGER_IFACE, "GetManagedObjects")[0]
+        assert path in managed and TARGET_IFACE in managed[path]
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(5)
+        harness.wait_until(lambda: path in removed, 5, "InterfacesRemoved after the holder was killed")
+        assert path not in first.call(SERVICE, ROOT_PATH, OBJECT_MANAGER_IFACE, "GetManagedObjects")[0]
+    finally:
+        first.conn.signal_unsubscribe(sub)
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(5)
+
+
+BAD_HOSTS = [
+    ("", "empty"),
+    (".", "root domain"),
+    ("..", "empty"),
+    ("a" * 254, "at most"),
+    ("a" * 64 + ".test", "at most 63"),
+    ("a..b", "label 2 is empty"),
+    (".a", "label 1 is empty"),
+    ("exa mple.com", "U+0020"),
+    ("tab\there.test", "U+0009"),
+    ("ctl\x01.test", "U+0001"),
+    ("del\x7f.test", "U+007F"),
+    ("-lead.test", "hyphen"),
+    ("trail-.test", "hyphen"),
+    ("a/b.test", "U+002F"),
+    ("a@b.test", "U+0040"),
+    ("*.example.com", "U+002A"),
+    ("a,b.test", "U+002C"),
+    ("quote\".test", "U+0022"),
+    ("semi;colon.test", "U+003B"),
+    ("back\\slash.test", "U+005C"),
+    ("percent%.test", "not an IPv4 or IPv6"),
+    ("x" * 2000, "at most 1024"),
+    ("a." * 127 + "ab", "at most 253"),
+    ("1.2.3", "label"),  # not an address (inet_pton), so a name whose labels are digits… valid? see below
+    ("::1::2", "not an IPv4 or IPv6"),
+    ("fe80::1%nosuch", "no interface \"nosuch\""),
+    ("256.1.1.1", "label"),
+    ("1:2:3:4:5:6:7:8:9", "not an IPv4 or IPv6"),
+    ("gggg::1", "not an IPv4 or IPv6"),
+    ("\u200b.test", "empty"),  # IDNA maps the zero-width space to nothing
+]
+
+BAD_ADDRESSES = [
+    ("", "not an IPv4 or IPv6"),
+    ("example.com", "not an IPv4 or IPv6"),
+    ("1.2.3", "not an IPv4 or IPv6"),
+    ("01.2.3.4", "not an IPv4 or IPv6"),
+    ("192.0.2.1%lo", "not an IPv4 or IPv6"),
+    ("fe80::1%nosuch", "no interface"),
+    ("1" * 5000, "at most 1024"),
+]
+
+
+def test_bad_input_gets_named_errors(lab):
+    client = lab.client
+    failures = []
+    for text, needle in BAD_HOSTS:
+        error = client.call_error(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchHost", "s", (text,))
+        if error is None:
+            # Digits-only labels are valid DNS names ("1.2.3", "256.1.1.1"): accepted as hosts.
+            if needle == "label":
+                continue
+            failures.append(f"WatchHost({text[:40]!r}) succeeded")
+        elif error.name != ERROR_PREFIX + "InvalidTarget" or needle not in error.message:
+            failures.append(f"WatchHost({text[:40]!r}) → {error.name}: {error.message}")
+    for text, needle in BAD_ADDRESSES:
+        for method in ("WatchAddress", "Query") if text else ("WatchAddress",):
+            error = client.call_error(SERVICE, ROOT_PATH, MANAGER_IFACE, method, "s", (text,))
+            if method == "Query" and needle.startswith("not an IPv4") and error is None:
+                continue  # Query takes host names too
+            if error is None or error.name != ERROR_PREFIX + "InvalidTarget" or needle not in error.message:
+                failures.append(f"{method}({text[:40]!r}) → {error and (error.name, error.message)}")
+    # Wrong D-Bus signatures.
+    for method, signature, args in [("WatchHost", "i", (1,)), ("WatchHost", "ss", ("a", "b")),
+                                    ("WatchHost", "", ()), ("Release", "s", ("/x",)), ("Query", "u", (1,)),
+                                    ("WatchAddress", "as", (["::1"],))]:
+        error = client.call_error(SERVICE, ROOT_PATH, MANAGER_IFACE, method, signature, args)
+        if error is None or error.name != "org.freedesktop.DBus.Error.InvalidArgs":
+            failures.append(f"{method}{signature} → {error and error.name}")
+    error = client.call_error(SERVICE, ROOT_PATH, MANAGER_IFACE, "Release", "o", (ROOT_PATH + "/host/x",))
+    if error is None or error.name != ERROR_PREFIX + "UnknownTarget":
+        failures.append(f"Release of an unknown target → {error and error.name}")
+    assert not failures, "\n".join(failures)
+    assert len(BAD_HOSTS) + len(BAD_ADDRESSES) >= 30
+    client.call(SERVICE, ROOT_PATH, harness.PEER_IFACE, "Ping")
+    assert lab.daemons[-1].running
+
+
+def test_limits(nm_lab):
+    start_daemon(nm_lab, args=["--system", "--max-targets-per-client", "256", "--max-targets", "300"])
+    client = nm_lab.client
+    paths = [watch(client, "WatchAddress", f"198.51.{i // 200}.{i % 200 + 1}") for i in range(256)]
+    error = client.call_error(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchAddress", "s", ("198.51.100.250",))
+    assert error is not None and error.name == ERROR_PREFIX + "TooManyTargets" and "256" in error.message, error
+    # Watching again what it holds is still fine (idempotent), and a released slot is reusable.
+    assert watch(client, "WatchAddress", "198.51.0.1") == paths[0]
+    client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "Release", "o", (paths[0],))
+    assert watch(client, "WatchAddress", "198.51.100.250") == path_of("address", "198.51.100.250")
+    # The global limit: another client gets 44 more, then TooManyTargets.
+    other = nm_lab.bus.client()
+    try:
+        for i in range(44):
+            watch(other, "WatchAddress", f"203.0.113.{i}")
+        error = other.call_error(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchAddress", "s", ("203.0.113.200",))
+        assert error is not None and error.name == ERROR_PREFIX + "TooManyTargets" and "300" in error.message
+    finally:
+        other.close()
+
+
+def test_query(lab):
+    client = lab.client
+    flags, status, details = client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "Query", "s", (SOMEHOST[0],),
+                                         timeout=30)
+    assert (flags, status) == (REACHABLE | IS_DIRECT, 2)
+    for key in ("interface", "interface-type", "addresses", "connectivity", "metered", "error"):
+        assert key in details, details
+    assert sorted(details["addresses"]) == sorted(SOMEHOST[1:]) and details["interface"] == harness.NM_IFNAME
+    flags, status, details = client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "Query", "s", ("",))
+    assert (flags, status) == (REACHABLE, 2) and details["connectivity"] == "full"
+    flags, status, details = client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "Query", "s", ("nosuch.test",),
+                                         timeout=30)
+    assert (flags, status) == (0, 0) and details["error"] != ""
+    # Query creates no object.
+    assert client.call(SERVICE, ROOT_PATH, OBJECT_MANAGER_IFACE, "GetManagedObjects")[0] == {}
