@@ -6,9 +6,6 @@ let package = Package(
     products: [
         .executable(name: "reachabilityd", targets: ["reachabilityd"]),
     ],
-    dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
-    ],
     targets: [
         // C libraries, imported through module maps; the shim headers hold the
         // few static-inline wrappers for macros and variadics Swift cannot call.
@@ -40,11 +37,7 @@ let package = Package(
         .plugin(name: "EmbedContract", capability: .buildTool(), dependencies: ["embed-contract"]),
         .executableTarget(
             name: "reachabilityd",
-            dependencies: [
-                "ReachabilityService",
-                "ReachabilityPlatform",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]),
+            dependencies: ["ReachabilityService", "ReachabilityBus"]),
 
         .testTarget(name: "ReachabilityCoreTests", dependencies: ["ReachabilityCore"]),
         .testTarget(name: "ReachabilityBusTests", dependencies: ["ReachabilityBus", "CDBus"]),

@@ -739,16 +739,22 @@ class SignalRecorder:
     def wait_answer(self, expected: dict, what: str, timeout: float = CHANGE_TIMEOUT,
                     mark: Optional[Mark] = None) -> dict:
         """Wait for the properties in ``expected`` and, when they include Flags
-        and Status that differ from the state at ``mark``, for the
-        StatusChanged announcing them to be the last one since ``mark``
-        (StatusChanged follows its PropertiesChanged, so waiting for the
-        properties alone can return before it arrives)."""
+        and Status, until the latest StatusChanged since ``mark`` announces
+        them (or, with none since ``mark``, until the state at ``mark`` was
+        already that answer). StatusChanged follows its PropertiesChanged,
+        so waiting for the properties alone can return before it arrives."""
         props = self.wait_props(expected, what, timeout, mark)
         if "Flags" in expected and "Status" in expected:
             answer = (expected["Status"], expected["Flags"])
             before = (mark.target.get("Status"), mark.target.get("Flags")) if mark else None
-            if answer != before:
-                self.wait_status(answer[0], answer[1], what, timeout, mark, last=True)
+
+            def announced():
+                events = self.since(mark, "status")
+                latest = (events[-1].status, events[-1].flags) if events else before
+                return latest == answer
+
+            wait_until(announced, timeout, f"StatusChanged({answer[0]}, {fmt_flags(answer[1])}) "
+                       f"after the properties: {what}", lambda: self.describe(mark))
         return props
 
     def barrier(self) -> None:
@@ -1235,6 +1241,9 @@ class NMLab:
         run([need_tool("ip"), "link", "add", NM_IFNAME, "netns", self.ns_nm, "type", "veth",
              "peer", "name", UPSTREAM_IFNAME, "netns", self.ns_up])
         ns.sysctl(self.ns_nm, f"net.ipv6.conf.{NM_IFNAME}.accept_dad", "0")
+        # The upstream keeps its IPv6 addresses while its link is down (the
+        # kernel flushes them by default), so a carrier bounce heals by itself.
+        ns.sysctl(self.ns_up, f"net.ipv6.conf.{UPSTREAM_IFNAME}.keep_addr_on_down", "1")
         ns.ip(self.ns_up, "addr", "add", f"{UPSTREAM_V4}/24", "dev", UPSTREAM_IFNAME)
         ns.ip(self.ns_up, "addr", "add", f"{UPSTREAM_V6}/64", "dev", UPSTREAM_IFNAME, "nodad")
         ns.ip(self.ns_up, "link", "set", UPSTREAM_IFNAME, "up")
