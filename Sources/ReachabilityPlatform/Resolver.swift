@@ -34,7 +34,9 @@ public final class Resolver {
     }
 
     private let resolver: UnsafeMutablePointer<GResolver>
+    /// Lookups not started yet, in order, from `waitingHead` on (a queue without O(n) removals).
     private var waiting: [Lookup] = []
+    private var waitingHead = 0
     public private(set) var inFlight = 0
     /// The most lookups that were ever in flight at once.
     public private(set) var peakInFlight = 0
@@ -54,15 +56,25 @@ public final class Resolver {
     }
 
     /// The number of lookups queued behind the in-flight ones.
-    public var queued: Int { waiting.count }
+    public var queued: Int { waiting.count - waitingHead }
 
     fileprivate func dequeue(_ lookup: Lookup) {
-        waiting.removeAll { $0 === lookup }
+        // A cancelled lookup is skipped when its turn comes.
+        _ = lookup
     }
 
     private func startWaiting() {
-        while inFlight < Self.maximumInFlight, !waiting.isEmpty {
-            start(waiting.removeFirst())
+        while inFlight < Self.maximumInFlight, waitingHead < waiting.count {
+            let next = waiting[waitingHead]
+            waitingHead += 1
+            if !next.isCancelled { start(next) }
+        }
+        if waitingHead == waiting.count {
+            waiting.removeAll(keepingCapacity: true)
+            waitingHead = 0
+        } else if waitingHead > 4096 {
+            waiting.removeFirst(waitingHead)
+            waitingHead = 0
         }
     }
 

@@ -116,10 +116,6 @@ public final class Daemon {
     /// looked up again (their routes are re-evaluated at once meanwhile).
     private func networkChanged() {
         let start = MonotonicClock.microseconds()
-        defer {
-            Log.debug("evaluated \(registry.objects.count + 1) targets in "
-                      + "\(Double(MonotonicClock.microseconds() - start) / 1000) ms")
-        }
         evaluator.reload()
         if manager.backend != evaluator.facts.backend {
             Log.info("backend: \(evaluator.facts.backend.rawValue) (mode \(backendMode.rawValue))")
@@ -127,8 +123,19 @@ public final class Daemon {
         }
         internet.update(evaluator.state(of: internet))
         evaluator.prefetchRoutes(for: registry.objects.values)
-        for target in registry.objects.values {
-            target.update(evaluator.state(of: target))
+        let targets = Array(registry.objects.values)
+        let states = targets.map { evaluator.state(of: $0) }
+        let evaluated = MonotonicClock.microseconds()
+        var changed = 0
+        for (target, state) in zip(targets, states) where state != target.state {
+            target.update(state)
+            changed += 1
+        }
+        let announced = MonotonicClock.microseconds()
+        Log.debug("evaluated \(targets.count + 1) targets in \(Double(evaluated - start) / 1000) ms; "
+                  + "announced \(changed) changes in \(Double(announced - evaluated) / 1000) ms")
+        // Announced first; then the names are looked up again.
+        for target in registry.objects.values where target.kind == .host {
             evaluator.resolve(target)
         }
     }

@@ -48,7 +48,7 @@ final class Evaluator: TargetRefreshing {
             let addresses: [IPAddress] =
                 switch (target.kind, target.resolution) {
                 case (.address, _): target.address.map { [$0] } ?? []
-                case (.host, .resolved(let list)): list.compactMap { try? IPAddress(parsing: $0) }
+                case (.host, .resolved(let list)): list
                 default: []
                 }
             for address in addresses where routes[address] == nil && seen.insert(address).inserted {
@@ -82,12 +82,16 @@ final class Evaluator: TargetRefreshing {
         case .failed(let message):
             return Engine.resolutionFailed(message, facts: facts)
         case .resolved(let addresses):
-            let parsed = addresses.compactMap { try? IPAddress(parsing: $0) }
-            return Engine.evaluateAddresses(parsed.map(addressRoute), facts: facts)
+            return Engine.evaluateAddresses(addresses.map(addressRoute), facts: facts)
         }
     }
 
     // MARK: Host resolution
+
+    /// The resolver's text addresses as literals (it only returns valid ones).
+    static func parse(_ addresses: [String]) -> [IPAddress] {
+        addresses.compactMap { try? IPAddress(parsing: $0) }
+    }
 
     /// Looks `target`'s name up (again); a lookup in flight is followed by one more.
     func resolve(_ target: TargetObject) {
@@ -99,7 +103,7 @@ final class Evaluator: TargetRefreshing {
         target.lookup = resolver.lookup(target.name) { [unowned self, unowned target] result in
             target.lookup = nil
             switch result {
-            case .success(let addresses): target.resolution = .resolved(addresses)
+            case .success(let addresses): target.resolution = .resolved(Self.parse(addresses))
             case .failure(let error): target.resolution = .failed(error.message)
             }
             target.update(self.state(of: target))
@@ -164,7 +168,7 @@ final class Evaluator: TargetRefreshing {
                 if self.queries[client] == 0 { self.queries[client] = nil }
                 let resolution: TargetObject.Resolution =
                     switch result {
-                    case .success(let addresses): .resolved(addresses)
+                    case .success(let addresses): .resolved(Self.parse(addresses))
                     case .failure(let error): .failed(error.message)
                     }
                 call.reply(reply(self.state(of: resolution)))

@@ -17,7 +17,8 @@ public final class TargetObject {
     /// How far the resolution of a host target has come.
     enum Resolution: Equatable {
         case pending
-        case resolved([String])
+        /// The resolver's addresses, parsed once, in resolver order.
+        case resolved([IPAddress])
         case failed(String)
     }
 

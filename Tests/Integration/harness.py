@@ -948,11 +948,12 @@ class Dnsmasq:
     """dnsmasq in a namespace: authoritative for ``.test``, nothing forwarded."""
 
     def __init__(self, netns: str, directory: Path, listen: str = UPSTREAM_V4,
-                 host_records: Iterable[str] = ()):
+                 host_records: Iterable[str] = (), extra_args: Iterable[str] = ()):
         self.netns = netns
         self.directory = Path(directory)
         self.listen = listen
         self.host_records = list(host_records)
+        self.extra_args = list(extra_args)
         self.log = self.directory / "dnsmasq.log"
         self.process: Optional[Process] = None
 
@@ -961,7 +962,7 @@ class Dnsmasq:
             need_tool("dnsmasq"), "--keep-in-foreground", "--conf-file=/dev/null", "--no-resolv", "--no-hosts",
             "--bind-interfaces", f"--listen-address={self.listen}", "--local=/test/", "--log-facility=-",
             "--log-queries", f"--pid-file={self.directory / 'dnsmasq.pid'}", "--user=nobody", "--group=nogroup",
-        ] + [f"--host-record={record}" for record in self.host_records]
+        ] + [f"--host-record={record}" for record in self.host_records] + self.extra_args
         self.process = Process("dnsmasq", argv, self.log)
         wait_until(lambda: "started, version" in tail(self.log, 50) or not self.process.running,
                    timeout, "dnsmasq to start", poll=0.02)
