@@ -68,6 +68,18 @@ public final class SourceHandle {
 }
 
 public enum Sources {
+    /// A handle and a callback that runs `body` until it returns false, then
+    /// marks the handle finished (GLib removes the source itself).
+    private static func repeating(_ body: @escaping () -> Bool) -> (SourceHandle, Callback) {
+        let handle = SourceHandle(id: 0)
+        let callback = Callback {
+            let again = body()
+            if !again { handle.finished() }
+            return again
+        }
+        return (handle, callback)
+    }
+
     /// Calls `body` once from the loop, after the events already pending at `priority`.
     /// Wraps `g_idle_add_full`.
     public static func idle(priority: Int32 = G_PRIORITY_DEFAULT, _ body: @escaping () -> Void) -> SourceHandle {
@@ -84,12 +96,7 @@ public enum Sources {
     /// Calls `body` every `seconds` until it returns false or the handle is dropped.
     /// Wraps `g_timeout_add_seconds_full`.
     public static func every(seconds: UInt32, _ body: @escaping () -> Bool) -> SourceHandle {
-        let handle = SourceHandle(id: 0)
-        let callback = Callback {
-            let again = body()
-            if !again { handle.finished() }
-            return again
-        }
+        let (handle, callback) = repeating(body)
         let id = g_timeout_add_seconds_full(G_PRIORITY_DEFAULT, seconds, Callback.sourceFunc,
                                             callback.retainedPointer, Callback.release)
         return SourceHandle.replacing(handle, id: id)
@@ -98,12 +105,7 @@ public enum Sources {
     /// Calls `body` when `fd` is readable (or hung up), until it returns false or the
     /// handle is dropped. Wraps `g_unix_fd_add_full`.
     public static func readable(fd: Int32, _ body: @escaping () -> Bool) -> SourceHandle {
-        let handle = SourceHandle(id: 0)
-        let callback = Callback {
-            let again = body()
-            if !again { handle.finished() }
-            return again
-        }
+        let (handle, callback) = repeating(body)
         let condition = GIOCondition(rawValue: G_IO_IN.rawValue | G_IO_HUP.rawValue | G_IO_ERR.rawValue)
         let id = g_unix_fd_add_full(G_PRIORITY_DEFAULT, fd, condition, { _, _, pointer in
             Callback.from(pointer).body() ? 1 : 0
