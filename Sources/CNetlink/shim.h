@@ -28,6 +28,18 @@ static inline unsigned int reach_rtmgrp_all(void) {
 static inline unsigned int reach_iff_lower_up(void) { return 1u << 16; }
 enum { REACH_IF_OPER_UNKNOWN = 0, REACH_IF_OPER_UP = 6 };
 
+/* recvmmsg(2) is declared only with _GNU_SOURCE, which Swift's Glibc module
+ * does not define: the same call through syscall(2), with its struct. */
+#include <sys/syscall.h>
+struct reach_mmsghdr {
+    struct msghdr msg_hdr;
+    unsigned int msg_len;
+};
+enum { REACH_MSG_WAITFORONE = 0x10000 };
+static inline int reach_recvmmsg(int fd, struct reach_mmsghdr *vector, unsigned int count, int flags) {
+    return (int)syscall(SYS_recvmmsg, fd, vector, count, flags, (void *)0);
+}
+
 /* CLOCK_REALTIME in microseconds. */
 static inline unsigned long long reach_realtime_usec(void) {
     struct timespec ts;

@@ -26,24 +26,53 @@ extension Netlink {
             }
             let sent = buffer.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
             guard sent == buffer.count else { throw NetlinkError(operation: "send", errno: errno) }
-            var receive = [UInt8](repeating: 0, count: 65536)
             while !indexBySequence.isEmpty {
-                let n = receive.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                guard n > 0 else {
-                    if n < 0 && errno == EINTR { continue }
-                    throw NetlinkError(operation: "recv", errno: errno)
-                }
-                for (header, body) in Self.messages(in: receive[0..<n]) {
-                    guard let index = indexBySequence.removeValue(forKey: header.nlmsg_seq) else { continue }
-                    if header.nlmsg_type == RTM_NEWROUTE, let (route, _, _, _) = Self.parseRoute(body) {
-                        results[index] = route
+                for datagram in try receiveMany() {
+                    for (header, body) in Self.messages(in: datagram[...]) {
+                        guard let index = indexBySequence.removeValue(forKey: header.nlmsg_seq) else { continue }
+                        if header.nlmsg_type == RTM_NEWROUTE, let (route, _, _, _) = Self.parseRoute(body) {
+                            results[index] = route
+                        }
+                        // NLMSG_ERROR: no route (ENETUNREACH…), or a prohibit/blackhole route: nil.
                     }
-                    // NLMSG_ERROR: no route (ENETUNREACH…), or a prohibit/blackhole route: nil.
                 }
             }
             start = batch.upperBound
         }
         return results
+    }
+
+    /// Waits for answers and returns every datagram queued, up to 64 per system
+    /// call: one route answer is one datagram. Wraps `recvmmsg(2)`.
+    private func receiveMany() throws(NetlinkError) -> [[UInt8]] {
+        let count = 64
+        let size = 4096
+        var storage = [UInt8](repeating: 0, count: count * size)
+        var result: [[UInt8]] = []
+        let received: Int32 = storage.withUnsafeMutableBytes { raw in
+            var vectors = (0..<count).map { i in iovec(iov_base: raw.baseAddress! + i * size, iov_len: size) }
+            return vectors.withUnsafeMutableBufferPointer { iov in
+                var headers = (0..<count).map { i in
+                    reach_mmsghdr(msg_hdr: msghdr(msg_name: nil, msg_namelen: 0, msg_iov: iov.baseAddress! + i,
+                                            msg_iovlen: 1, msg_control: nil, msg_controllen: 0, msg_flags: 0),
+                            msg_len: 0)
+                }
+                // Block for the first datagram only, then take what is queued.
+                let n = reach_recvmmsg(fd, &headers, UInt32(count), Int32(REACH_MSG_WAITFORONE))
+                if n > 0 {
+                    for i in 0..<Int(n) {
+                        let start = i * size
+                        result.append(Array(raw[start..<start + Int(headers[i].msg_len)]))
+                    }
+                }
+                return n
+            }
+        }
+        if received < 0 {
+            if errno == EINTR { return [] }
+            throw NetlinkError(operation: "recvmmsg", errno: errno)
+        }
+        return result
     }
 
     /// One `RTM_GETROUTE` request for `address`, with its header.
