@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+import harness  # noqa: E402  (the shared bus configuration)
+
 try:
     from gi.repository import Gio, GLib
 except ImportError:  # checked in requirements(): a clear skip, or a failure under CI
@@ -102,26 +104,8 @@ def ip_command():
 
 # --- the environment ----------------------------------------------------------
 
-BUS_CONF = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path={socket}</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <allow own="*"/>
-    <allow send_type="method_call"/>
-    <allow send_type="signal"/>
-    <allow send_type="method_return"/>
-    <allow send_type="error"/>
-    <allow receive_type="method_call"/>
-    <allow receive_type="signal"/>
-    <allow receive_type="method_return"/>
-    <allow receive_type="error"/>
-  </policy>
-</busconfig>
-"""
+# The harness's private system bus, everything allowed; {socket} is filled in per test.
+BUS_CONF = harness.BUS_CONFIG.format(socket="{socket}", policy=harness.OPEN_POLICY, extra="")
 
 
 class Env:
