@@ -29,7 +29,11 @@ public final class NetworkObserver {
         netlink = try Netlink()
         monitor = try NetlinkMonitor { [unowned self] in self.scheduleChange() }
         if mode != .kernel {
+            // The client's creation (or its failure) triggers the first evaluation.
             networkManager = NetworkManagerBackend { [unowned self] in self.scheduleChange() }
+        } else {
+            // Nothing else would: the kernel's facts are there now.
+            scheduleChange()
         }
     }
 

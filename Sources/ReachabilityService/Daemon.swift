@@ -96,6 +96,11 @@ public final class Daemon {
             self.hostTargetsChanged()
         }
         registry.onRemoved = { [unowned self] _ in self.hostTargetsChanged() }
+        evaluator.onReload = { [unowned self] facts in
+            guard self.manager.backend != facts.backend else { return }
+            Log.info("backend: \(facts.backend.rawValue) (mode \(self.backendMode.rawValue))")
+            self.manager.backend = facts.backend
+        }
         do {
             try evaluator.start(mode: backendMode) { [unowned self] in self.networkChanged() }
         } catch {
@@ -117,10 +122,6 @@ public final class Daemon {
     private func networkChanged() {
         let start = MonotonicClock.microseconds()
         evaluator.reload()
-        if manager.backend != evaluator.facts.backend {
-            Log.info("backend: \(evaluator.facts.backend.rawValue) (mode \(backendMode.rawValue))")
-            manager.backend = evaluator.facts.backend
-        }
         internet.update(evaluator.state(of: internet))
         evaluator.prefetchRoutes(for: registry.objects.values)
         let targets = Array(registry.objects.values)

@@ -27,10 +27,14 @@ final class Evaluator: TargetRefreshing {
         observer = try NetworkObserver(mode: mode, onChange: onChange)
     }
 
-    /// Re-reads the facts after a change; forgets cached routes.
+    /// Called after every reload with the new facts (the daemon shows their backend).
+    var onReload: ((NetworkFacts) -> Void)?
+
+    /// Re-reads the facts after a change (or for `Refresh`); forgets cached routes.
     func reload() {
         facts = observer?.facts() ?? .unknown
         routes.removeAll(keepingCapacity: true)
+        onReload?(facts)
     }
 
     private func route(_ address: IPAddress) -> RouteFact? {

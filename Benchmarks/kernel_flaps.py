@@ -1,0 +1,302 @@
+#!/usr/bin/python3
+"""The kernel backend under link flaps (run as root).
+
+    sudo REACHABILITYD=.build/release/reachabilityd /usr/bin/python3 Benchmarks/kernel_flaps.py [--flaps 1000]
+
+Without REACHABILITYD the release build is used (``swift build -c release``
+first). The daemon runs with ``--backend kernel`` in network namespace A on
+a private system bus; a veth pair joins A (``kveth0``, 192.0.2.10/24, default
+route via 192.0.2.1) to namespace B (``kup0``). One flap is ``kup0`` down, then
+up: ``kveth0`` loses and regains carrier. The commands go to one long-lived
+``ip -n B -force -batch -`` reading stdin, so no process is spawned per flap.
+The two ends get different interface indexes (10 and 20): the kernel sends a
+veth's carrier loss at once only then (``linkwatch_urgent_event``); with equal
+indexes, which two fresh namespaces give, it waits up to 1 s.
+
+For every edge (down: we expect StatusChanged(0, 0); up: (2, Reachable)) it
+prints the latency to our root StatusChanged, received by a client on the bus:
+
+  * from the command: time of writing the ``ip link set`` line to the batch
+    ``ip`` (includes ``ip`` parsing it and the kernel applying it);
+  * from the kernel event: time at which an rtnetlink socket in namespace A
+    (RTNLGRP_LINK), read by a small helper process blocked in recv() (one
+    process for the whole run, started with ``ip netns exec A``), received
+    the first RTM_NEWLINK for ``kveth0`` whose state changes usability
+    (IFF_UP, IFF_LOWER_UP, operstate up/unknown): the message the daemon's
+    monitor acts on. Netlink sockets carry no kernel time stamp, so this is
+    the receive time in user space (CLOCK_MONOTONIC, which the benchmark
+    shares), microseconds after the kernel sent it.
+
+It also counts StatusChanged per edge (must be exactly 1) and reads the
+daemon's RSS before the first flap and after the last (budget: growth
+≤ 1 MiB).
+"""
+
+import argparse
+import contextlib
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "Tests" / "Integration"))
+
+import harness  # noqa: E402
+from harness import MANAGER_IFACE, REACHABLE, ROOT_PATH, TARGET_IFACE  # noqa: E402
+
+UPLINK, UPLINK_PEER = "kveth0", "kup0"
+UPLINK_V4, GATEWAY_V4 = "192.0.2.10", "192.0.2.1"
+RSS_BUDGET_KB = 1024
+
+# Run in namespace A (``ip netns exec``): prints "ready", then "MONOTONIC_NS USABLE" for every
+# RTM_NEWLINK of the interface index argv[1]. A process of its own, so that nothing in the
+# benchmark's interpreter (its lock, its main loop) delays the time stamp.
+LINK_STAMPER = r"""
+import socket, struct, sys, time
+RTMGRP_LINK, RTM_NEWLINK, IFLA_OPERSTATE = 1, 16, 16
+IFF_UP, IFF_LOWER_UP = 0x1, 0x10000
+index = int(sys.argv[1])
+sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)  # NETLINK_ROUTE
+sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+sock.bind((0, RTMGRP_LINK))
+print("ready", flush=True)
+while True:
+    try:
+        data = sock.recv(65536)
+    except OSError:  # ENOBUFS: events were dropped
+        print("overrun", flush=True)
+        continue
+    now = time.monotonic_ns()
+    offset, out = 0, []
+    while offset + 16 <= len(data):
+        length, kind = struct.unpack_from("=IH", data, offset)
+        if length < 16:
+            break
+        if kind == RTM_NEWLINK and length >= 32:
+            _family, _type, ifindex, flags, _change = struct.unpack_from("=BxHiII", data, offset + 16)
+            if ifindex == index:
+                operstate, attr, end = 0, offset + 32, offset + length
+                while attr + 4 <= end:
+                    attr_length, attr_type = struct.unpack_from("=HH", data, attr)
+                    if attr_length < 4:
+                        break
+                    if attr_type & 0x3FFF == IFLA_OPERSTATE and attr_length >= 5:
+                        operstate = data[attr + 4]
+                    attr += (attr_length + 3) & ~3
+                usable = bool(flags & IFF_UP and flags & IFF_LOWER_UP and operstate in (0, 6))  # unknown, up
+                out.append(f"{now} {int(usable)}")
+        offset += (length + 3) & ~3
+    if out:
+        print("\n".join(out), flush=True)
+"""
+
+
+class LinkEvents:
+    """The RTM_NEWLINK messages of one interface in a namespace, as a separate process
+    received them: ``events`` is a list of ``(CLOCK_MONOTONIC seconds, usable)``."""
+
+    def __init__(self, netns, ifindex, directory):
+        # Real-time priority (chrt, util-linux): it runs as soon as the message is there.
+        chrt = harness.tool("chrt")
+        priority = [chrt, "--fifo", "10"] if chrt else []
+        self.process = harness.Process(
+            "link stamper",
+            priority + harness.Namespaces.exec_argv(netns) + [sys.executable, "-c", LINK_STAMPER, ifindex],
+            directory / "link-stamper.log", stdout_pipe=True)
+        if (harness.read_line(self.process.popen.stdout, 10) or "").strip() != "ready":
+            raise harness.HarnessError(f"the netlink stamper did not start:\n{harness.tail(self.process.log)}")
+        self.events = []
+        self.cursor = 0  # events before it are older than every edge still to come
+        self.overruns = 0
+        self.thread = threading.Thread(target=self._read, name="link-stamper", daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        for line in self.process.popen.stdout:
+            words = line.split()
+            if words == [b"overrun"]:
+                self.overruns += 1
+            elif len(words) == 2:
+                self.events.append((int(words[0]) / 1e9, words[1] == b"1"))
+
+    def first_after(self, start, usable, timeout=0.5):
+        """Time of the first event after ``start`` with this usability, waiting up to ``timeout``
+        for the stamper's line to arrive (None if none came)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            while self.cursor < len(self.events) and self.events[self.cursor][0] < start:
+                self.cursor += 1
+            for when, state in self.events[self.cursor:]:
+                if state == usable:
+                    return when
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.0002)
+
+    def close(self):
+        self.process.stop()
+
+
+class NetnsDaemon(harness.Daemon):
+    """reachabilityd started with ``ip netns exec NS`` (which execs it: the PID is the daemon's)."""
+
+    def __init__(self, netns, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.netns = netns
+
+    def argv(self):
+        return harness.Namespaces.exec_argv(self.netns) + [str(self.binary)] + self.args
+
+
+def rss_kb(pid):
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS"):
+            return int(line.split()[1])
+    return 0
+
+
+def pct(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+
+def row(name, values):
+    return (f"  {name:<34} p50 {statistics.median(values):7.3f}   p99 {pct(values, 99):7.3f}   "
+            f"min {min(values):7.3f}   max {max(values):7.3f}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--flaps", type=int, default=1000, help="down/up cycles (default 1000)")
+    options = parser.parse_args()
+    binary = Path(os.environ.get("REACHABILITYD") or REPO / ".build" / "release" / "reachabilityd")
+    if os.geteuid() != 0:
+        sys.exit("kernel_flaps: needs root (network namespaces)")
+    if not os.access(binary, os.X_OK):
+        sys.exit(f"kernel_flaps: no daemon at {binary} (swift build -c release, or set REACHABILITYD)")
+
+    directory = harness.short_tmpdir("reach-flaps-")
+    namespaces = harness.Namespaces()
+    bus = harness.PrivateBus(directory, "system")
+    daemon = batch = link_events = client = None
+    try:
+        bus.start()
+        client = bus.client()
+        ns_a, ns_b = namespaces.create("kern"), namespaces.create("kup")
+        for key in ("net.ipv6.conf.all.accept_dad", "net.ipv6.conf.default.accept_dad"):
+            namespaces.sysctl(ns_a, key, "0")
+        # Distinct interface indexes: the kernel delays (up to 1 s) the carrier-loss event of a
+        # veth whose index equals its peer's (linkwatch_urgent_event), which two fresh namespaces give.
+        harness.run([harness.need_tool("ip"), "link", "add", UPLINK, "index", "10", "netns", ns_a, "type", "veth",
+                     "peer", "name", UPLINK_PEER, "index", "20", "netns", ns_b])
+        namespaces.ip(ns_b, "addr", "add", f"{GATEWAY_V4}/24", "dev", UPLINK_PEER)
+        namespaces.ip(ns_a, "addr", "add", f"{UPLINK_V4}/24", "dev", UPLINK)
+        namespaces.ip(ns_a, "link", "set", UPLINK, "up")
+        namespaces.ip(ns_a, "route", "add", "default", "via", GATEWAY_V4, "dev", UPLINK, "metric", "100")
+        ifindex = int(namespaces.ip(ns_a, "-o", "link", "show", UPLINK).stdout.split(":")[0])
+        link_events = LinkEvents(ns_a, ifindex, directory)
+
+        statuses = []  # (monotonic time, (status, flags))
+        client.conn.signal_subscribe(None, TARGET_IFACE, "StatusChanged", ROOT_PATH, None, 0,
+                                     lambda *a: statuses.append((time.monotonic(), tuple(a[5].unpack()))))
+        recorder = harness.SignalRecorder(client)
+        daemon = NetnsDaemon(ns_a, bus.address, directory / "reachabilityd.log",
+                             args=["--system", "--backend", "kernel"], binary=binary)
+        daemon.start(client)
+        recorder.sync()
+        with open(directory / "ip-batch.log", "w") as errors:
+            batch = subprocess.Popen([harness.need_tool("ip"), "-n", ns_b, "-force", "-batch", "-"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errors,
+                                     text=True, bufsize=1)
+
+        def command(line):
+            batch.stdin.write(line + "\n")
+            batch.stdin.flush()
+
+        # The daemon starts before kveth0 has carrier: its first answer follows a kernel event,
+        # whatever it does at start-up.
+        command(f"link set {UPLINK_PEER} up")
+        recorder.wait_props({"Backend": "kernel"}, "Backend kernel", interface=MANAGER_IFACE)
+        recorder.wait_answer({"Flags": REACHABLE, "Status": 2, "Interface": UPLINK}, "the connected answer",
+                             mark=harness.Mark(0, {"Status": harness.STATUS_UNKNOWN, "Flags": 0}))
+        recorder.close()
+        rss_before = rss_kb(daemon.pid)
+
+        edges = {False: ("down", (0, 0)), True: ("up", (2, REACHABLE))}
+        from_command = {False: [], True: []}
+        from_kernel = {False: [], True: []}
+        missing_kernel = 0
+        started = time.monotonic()
+        windows = []  # per edge: the index of the first StatusChanged that came after its command
+        for flap in range(options.flaps):
+            for up in (False, True):
+                word, expected = edges[up]
+                first = len(statuses)
+                sent = time.monotonic()
+                command(f"link set {UPLINK_PEER} {word}")
+                found = harness.wait_until(
+                    lambda: next((t for t, s in statuses[first:] if s == expected), None), 10,
+                    f"flap {flap + 1} {word}: StatusChanged{expected}",
+                    lambda: f"  StatusChanged since: {[s for _, s in statuses[first:]]}\n"
+                            f"  daemon log:\n{harness.tail(daemon.log, 20)}")
+                windows.append(first)
+                from_command[up].append((found - sent) * 1000)
+                kernel = link_events.first_after(sent, up)
+                if kernel is None or kernel > found:
+                    missing_kernel += 1  # none, or stamped after our signal arrived: the stamper ran late
+                else:
+                    from_kernel[up].append((found - kernel) * 1000)
+        elapsed = time.monotonic() - started
+        # Every signal the daemon sent before answering a ping has arrived when it returns.
+        client.call(harness.SERVICE, ROOT_PATH, harness.PEER_IFACE, "Ping")
+        harness.pump()
+        windows.append(len(statuses))
+        per_edge = [windows[i + 1] - windows[i] for i in range(len(windows) - 1)]
+        rss_after = rss_kb(daemon.pid)
+        growth = rss_after - rss_before
+
+        print(f"machine: {os.cpu_count()} cores, {os.uname().release}; daemon {binary}")
+        print(f"{options.flaps} flaps ({2 * options.flaps} edges) in {elapsed:.1f} s; latency to our root "
+              "StatusChanged, ms:")
+        for up in (False, True):
+            word, expected = edges[up]
+            print(row(f"{word:<4} {expected} from the ip command", from_command[up]))
+            if from_kernel[up]:
+                print(row(f"{word:<4} {expected} from RTM_NEWLINK", from_kernel[up]))
+        if missing_kernel or link_events.overruns:
+            print(f"  (no usable RTM_NEWLINK time stamp for {missing_kernel} edges: none, or the stamper ran "
+                  f"after our signal arrived; {link_events.overruns} netlink overruns)")
+        exact = sum(1 for n in per_edge if n == 1)
+        print(f"  StatusChanged per edge: min {min(per_edge)}, max {max(per_edge)}; exactly 1 for "
+              f"{exact}/{len(per_edge)} edges")
+        verdict = "ok" if growth <= RSS_BUDGET_KB else "OVER BUDGET"
+        print(f"RSS: {rss_before / 1024:.2f} MiB before, {rss_after / 1024:.2f} MiB after; growth "
+              f"{growth} KiB (budget {RSS_BUDGET_KB} KiB: {verdict})")
+        failed = exact != len(per_edge) or growth > RSS_BUDGET_KB or not daemon.running
+        return 1 if failed else 0
+    finally:
+        if batch is not None:
+            batch.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                batch.wait(5)
+            if batch.poll() is None:
+                batch.kill()
+                batch.wait()
+        if link_events is not None:
+            link_events.close()
+        if daemon is not None:
+            daemon.stop()
+        if client is not None:
+            client.close()
+        bus.stop()
+        namespaces.close()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
