@@ -34,7 +34,7 @@ public final class NetworkManagerBackend {
                 if cancelled { return }
                 let backend = Unmanaged<NetworkManagerBackend>.fromOpaque(data!).takeUnretainedValue()
                 backend.failure = message
-                Log.warning("cannot read NetworkManager (\(message)); its facts stay unknown")
+                Log.warning("cannot reach NetworkManager on the system bus (\(message))")
                 backend.onChange()
                 return
             }
