@@ -47,6 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "Tests" / "Integration"))
 
 import harness  # noqa: E402
+from measure import pct, rss_kb  # noqa: E402
 from harness import MANAGER_IFACE, REACHABLE, ROOT_PATH, TARGET_IFACE  # noqa: E402
 
 UPLINK, UPLINK_PEER = "kveth0", "kup0"
@@ -151,18 +152,6 @@ class NetnsDaemon(harness.Daemon):
 
     def argv(self):
         return harness.Namespaces.exec_argv(self.netns) + [str(self.binary)] + self.args
-
-
-def rss_kb(pid):
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS"):
-            return int(line.split()[1])
-    return 0
-
-
-def pct(values, p):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
 
 
 def row(name, values):

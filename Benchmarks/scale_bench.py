@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Tests" / "Integration"))
 
 import harness  # noqa: E402
+from measure import rss_kb  # noqa: E402
 from gi.repository import GLib  # noqa: E402
 from harness import (CONNCHECK_HOST, MANAGER_IFACE, ROOT_PATH, SERVICE, SOMEHOST, TARGET_IFACE,  # noqa: E402
                      UPSTREAM_V4, UPSTREAM_V6, Dnsmasq)
@@ -31,13 +32,6 @@ from harness import (CONNCHECK_HOST, MANAGER_IFACE, ROOT_PATH, SERVICE, SOMEHOST
 
 def address(i):
     return f"198.51.{i // 250 % 256}.{i % 250 + 1}" if i % 2 == 0 else f"2001:db8:1::{i + 0x1000:x}"
-
-
-def rss_kb(pid):
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS"):
-            return int(line.split()[1])
-    return 0
 
 
 def main():
