@@ -21,7 +21,10 @@ _Static_assert(sizeof(struct rtattr) == 4, "rtattr layout");
 
 /* Multicast group bits (some are enum values, some macros). */
 static inline unsigned int reach_rtmgrp_all(void) {
-    return RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE;
+    /* Links, addresses, routes, policy rules and next-hop objects: everything
+     * that can change which route a packet takes. */
+    return RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE
+        | RTMGRP_IPV4_RULE | (1u << (RTNLGRP_IPV6_RULE - 1)) | (1u << (RTNLGRP_NEXTHOP - 1));
 }
 
 /* From <linux/if.h>, which cannot be included beside <net/if.h>. */

@@ -229,15 +229,38 @@ public final class Netlink {
     }
 }
 
-/// Listens to the kernel's link, address and route multicast groups and reports
-/// that something changed. It does not parse events: the facts are re-read once
-/// per coalesced evaluation.
+/// Which cached route answers a batch of kernel events may have made stale.
+public struct RouteInvalidation: Sendable, Equatable {
+    /// Every answer (a route, rule, next-hop or address changed, or events were lost).
+    public var all = false
+    /// Answers whose route leaves through these links.
+    public var links: Set<Int32> = []
+
+    public init(all: Bool = false, links: Set<Int32> = []) {
+        self.all = all
+        self.links = links
+    }
+
+    public var isEmpty: Bool { !all && links.isEmpty }
+
+    public mutating func formUnion(_ other: RouteInvalidation) {
+        all = all || other.all
+        links.formUnion(other.links)
+    }
+}
+
+/// Listens to the kernel's link, address, route, rule and next-hop multicast
+/// groups, reports that something changed, and says which cached route answers
+/// the events may have made stale. The facts themselves are re-read once per
+/// coalesced evaluation.
 public final class NetlinkMonitor {
     private let fd: Int32
     private var source: SourceHandle?
+    /// The last flags seen per link, to tell an administrative change from a carrier change.
+    private var linkFlags: [Int32: UInt32] = [:]
 
     /// Binds to the groups. Wraps `bind(2)` on an `AF_NETLINK` socket.
-    public init(onChange: @escaping () -> Void) throws(NetlinkError) {
+    public init(onChange: @escaping (RouteInvalidation) -> Void) throws(NetlinkError) {
         fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
                     NETLINK_ROUTE)
         guard fd >= 0 else { throw NetlinkError(operation: "socket", errno: errno) }
@@ -255,22 +278,81 @@ public final class NetlinkMonitor {
             throw NetlinkError(operation: "bind", errno: e)
         }
         let socketFD = fd
-        source = Sources.readable(fd: socketFD) {
+        source = Sources.readable(fd: socketFD) { [unowned self] in
             var buffer = [UInt8](repeating: 0, count: 32768)
             var sawSomething = false
+            var invalidation = RouteInvalidation()
             while true {
                 let n = buffer.withUnsafeMutableBytes {
                     recv(socketFD, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
                 }
-                if n > 0 { sawSomething = true; continue }
-                // ENOBUFS: the kernel dropped events; the re-read covers them.
-                if n < 0 && errno == ENOBUFS { sawSomething = true; continue }
+                if n > 0 {
+                    sawSomething = true
+                    for (header, body) in Netlink.messages(in: buffer[0..<n]) {
+                        invalidation.formUnion(self.classify(header.nlmsg_type, body))
+                    }
+                    continue
+                }
+                // ENOBUFS: the kernel dropped events; forget every cached answer.
+                if n < 0 && errno == ENOBUFS {
+                    sawSomething = true
+                    invalidation.all = true
+                    continue
+                }
                 if n < 0 && errno == EINTR { continue }
                 break
             }
-            if sawSomething { onChange() }
+            if sawSomething { onChange(invalidation) }
             return true
         }
+    }
+
+    /// What one event may change in the answers to "which route would a packet take".
+    private func classify(_ type: UInt16, _ body: [UInt8]) -> RouteInvalidation {
+        switch Int32(type) {
+        case Int32(RTM_NEWLINK), Int32(RTM_DELLINK):
+            guard body.count >= MemoryLayout<ifinfomsg>.size else { return RouteInvalidation(all: true) }
+            let info = body.withUnsafeBytes { $0.loadUnaligned(as: ifinfomsg.self) }
+            let previous = linkFlags[info.ifi_index]
+            if Int32(type) == Int32(RTM_DELLINK) {
+                linkFlags[info.ifi_index] = nil
+                return RouteInvalidation(links: [info.ifi_index])
+            }
+            linkFlags[info.ifi_index] = info.ifi_flags
+            let up = UInt32(IFF_UP)
+            let carrier = reach_iff_lower_up()
+            // Taking a link down flushes its IPv4 routes without a route event.
+            if previous.map({ ($0 ^ info.ifi_flags) & up != 0 }) ?? true {
+                return RouteInvalidation(links: [info.ifi_index])
+            }
+            // A carrier change moves lookups only where routes through dead links are ignored.
+            if let previous, (previous ^ info.ifi_flags) & carrier != 0, Self.ignoresLinkdownRoutes() {
+                return RouteInvalidation(links: [info.ifi_index])
+            }
+            return RouteInvalidation()
+        default:
+            // Routes, addresses (their local and prefix routes), rules, next hops.
+            return RouteInvalidation(all: true)
+        }
+    }
+
+    /// `net.ipv{4,6}.conf.*.ignore_routes_with_linkdown` is set anywhere.
+    private static func ignoresLinkdownRoutes() -> Bool {
+        for family in ["ipv4", "ipv6"] {
+            let directory = "/proc/sys/net/\(family)/conf"
+            guard let dir = opendir(directory) else { continue }
+            defer { closedir(dir) }
+            while let entry = readdir(dir) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                    String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+                }
+                guard name != ".", name != ".." else { continue }
+                if Sysfs.read("\(directory)/\(name)/ignore_routes_with_linkdown")?.hasPrefix("1") == true {
+                    return true
+                }
+            }
+        }
+        return false
     }
 
     deinit {

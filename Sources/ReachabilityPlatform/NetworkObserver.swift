@@ -21,13 +21,18 @@ public final class NetworkObserver {
     private var monitor: NetlinkMonitor?
     private var networkManager: NetworkManagerBackend?
     private var pending: SourceHandle?
+    /// Route answers made stale by kernel events since the last `takeRouteInvalidation()`.
+    private var pendingInvalidation = RouteInvalidation(all: true)
     private let onChange: () -> Void
 
     public init(mode: BackendMode, onChange: @escaping () -> Void) throws(NetlinkError) {
         self.mode = mode
         self.onChange = onChange
         netlink = try Netlink()
-        monitor = try NetlinkMonitor { [unowned self] in self.scheduleChange() }
+        monitor = try NetlinkMonitor { [unowned self] invalidation in
+            self.pendingInvalidation.formUnion(invalidation)
+            self.scheduleChange()
+        }
         if mode != .kernel {
             // The client's creation (or its failure) triggers the first evaluation.
             networkManager = NetworkManagerBackend { [unowned self] in self.scheduleChange() }
@@ -44,6 +49,12 @@ public final class NetworkObserver {
             self.pending = nil
             self.onChange()
         }
+    }
+
+    /// The route answers kernel events have made stale since the last call.
+    public func takeRouteInvalidation() -> RouteInvalidation {
+        defer { pendingInvalidation = RouteInvalidation() }
+        return pendingInvalidation
     }
 
     /// Reads the current facts: NetworkManager's (from libnm's cache) when it is

@@ -30,10 +30,16 @@ final class Evaluator: TargetRefreshing {
     /// Called after every reload with the new facts (the daemon shows their backend).
     var onReload: ((NetworkFacts) -> Void)?
 
-    /// Re-reads the facts after a change (or for `Refresh`); forgets cached routes.
-    func reload() {
+    /// Re-reads the facts after a change, and forgets the route answers the
+    /// kernel's events made stale. `Refresh` (`everything`) forgets them all.
+    func reload(everything: Bool = false) {
         facts = observer?.facts() ?? .unknown
-        routes.removeAll(keepingCapacity: true)
+        let stale = observer?.takeRouteInvalidation() ?? RouteInvalidation(all: true)
+        if everything || stale.all {
+            routes.removeAll(keepingCapacity: true)
+        } else if !stale.links.isEmpty {
+            routes = routes.filter { _, route in !(route.map { stale.links.contains($0.interfaceIndex) } ?? false) }
+        }
         onReload?(facts)
     }
 
@@ -125,7 +131,7 @@ final class Evaluator: TargetRefreshing {
 
     /// `Refresh`: re-read everything; a host answers once its new lookup is done.
     func refresh(_ target: TargetObject, call: MethodCall) -> [DBusValue]? {
-        reload()
+        reload(everything: true)
         target.update(state(of: target))
         guard target.kind == .host else { return target.refreshReply }
         target.waitingCalls.append(call)
