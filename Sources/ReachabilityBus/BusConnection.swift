@@ -257,7 +257,7 @@ private enum LoopGlue {
         var condition = G_IO_HUP.rawValue | G_IO_ERR.rawValue
         if flags & UInt32(DBUS_WATCH_READABLE.rawValue) != 0 { condition |= G_IO_IN.rawValue }
         if flags & UInt32(DBUS_WATCH_WRITABLE.rawValue) != 0 { condition |= G_IO_OUT.rawValue }
-        let id = g_unix_fd_add_full(G_PRIORITY_DEFAULT, dbus_watch_get_unix_fd(watch), GIOCondition(condition), {
+        let id = LoopContext.addFD(dbus_watch_get_unix_fd(watch), GIOCondition(condition), {
             _, condition, data in
             var flags: UInt32 = 0
             if condition.rawValue & G_IO_IN.rawValue != 0 { flags |= UInt32(DBUS_WATCH_READABLE.rawValue) }
@@ -272,14 +272,14 @@ private enum LoopGlue {
 
     static func disable(watch: OpaquePointer) {
         let id = UInt(bitPattern: dbus_watch_get_data(watch))
-        if id != 0 { g_source_remove(guint(id)) }
+        if id != 0 { LoopContext.remove(guint(id)) }
         dbus_watch_set_data(watch, nil, nil)
     }
 
     static func enable(timeout: OpaquePointer) {
         guard dbus_timeout_get_enabled(timeout) != 0 else { return }
         let interval = guint(max(0, dbus_timeout_get_interval(timeout)))
-        let id = g_timeout_add_full(G_PRIORITY_DEFAULT, interval, { data in
+        let id = LoopContext.addTimeout(milliseconds: interval, { data in
             dbus_timeout_handle(OpaquePointer(data))
             return 1
         }, UnsafeMutableRawPointer(timeout), nil)
@@ -288,7 +288,7 @@ private enum LoopGlue {
 
     static func disable(timeout: OpaquePointer) {
         let id = UInt(bitPattern: dbus_timeout_get_data(timeout))
-        if id != 0 { g_source_remove(guint(id)) }
+        if id != 0 { LoopContext.remove(guint(id)) }
         dbus_timeout_set_data(timeout, nil, nil)
     }
 }

@@ -3,13 +3,17 @@ import CNetworkManager
 /// The GLib main loop that drives everything: libdbus (through `BusConnection`),
 /// libnm, rtnetlink sockets and timers. One thread — the one that calls `run()` —
 /// owns the loop and all mutable state; every callback below runs on it.
+///
+/// The loop runs the calling thread's default context: GLib's global default
+/// context in the daemon, a private one on a `LoopThread` (so that a program
+/// using the library keeps its own GLib main loop to itself).
 public final class MainLoop {
     private let loop: OpaquePointer
 
     public init() {
-        // Own the default context from the start, so callbacks can check they run on it.
-        g_main_context_acquire(nil)
-        loop = g_main_loop_new(nil, 0)
+        // Own the context from the start, so callbacks can check they run on it.
+        g_main_context_acquire(LoopContext.current)
+        loop = g_main_loop_new(LoopContext.current, 0)
     }
 
     deinit { g_main_loop_unref(loop) }
@@ -23,7 +27,46 @@ public final class MainLoop {
     /// Runs one iteration; for tests that drive the loop by hand. Wraps `g_main_context_iteration`.
     @discardableResult
     public static func iterate(blocking: Bool) -> Bool {
-        g_main_context_iteration(nil, blocking ? 1 : 0) != 0
+        g_main_context_iteration(LoopContext.current, blocking ? 1 : 0) != 0
+    }
+}
+
+/// Sources are attached to, and removed from, the calling thread's default
+/// context (`nil`: GLib's global default context).
+enum LoopContext {
+    /// Wraps `g_main_context_get_thread_default`.
+    static var current: OpaquePointer? { g_main_context_get_thread_default() }
+
+    /// Attaches `source` with `callback` and returns its id. Wraps `g_source_attach`.
+    static func attach(
+        _ source: UnsafeMutablePointer<GSource>, priority: Int32, _ callback: GSourceFunc?, _ data: gpointer?,
+        _ destroy: GDestroyNotify?
+    ) -> guint {
+        g_source_set_priority(source, priority)
+        g_source_set_callback(source, callback, data, destroy)
+        let id = g_source_attach(source, current)
+        g_source_unref(source)
+        return id
+    }
+
+    /// Removes the source `id` of this thread's context. Wraps `g_source_destroy`.
+    static func remove(_ id: guint) {
+        if let source = g_main_context_find_source_by_id(current, id) { g_source_destroy(source) }
+    }
+
+    /// An fd source. Wraps `g_unix_fd_source_new`.
+    static func addFD(
+        _ fd: Int32, _ condition: GIOCondition, _ callback: GUnixFDSourceFunc, _ data: gpointer?,
+        _ destroy: GDestroyNotify?
+    ) -> guint {
+        attach(g_unix_fd_source_new(fd, condition), priority: G_PRIORITY_DEFAULT,
+               unsafeBitCast(callback, to: GSourceFunc.self), data, destroy)
+    }
+
+    /// A timeout in milliseconds. Wraps `g_timeout_source_new`.
+    static func addTimeout(milliseconds: guint, _ callback: GSourceFunc, _ data: gpointer?,
+                           _ destroy: GDestroyNotify?) -> guint {
+        attach(g_timeout_source_new(milliseconds), priority: G_PRIORITY_DEFAULT, callback, data, destroy)
     }
 }
 
@@ -53,9 +96,9 @@ public final class SourceHandle {
 
     init(id: guint) { self.id = id }
 
-    /// Removes the source now. Wraps `g_source_remove`.
+    /// Removes the source now.
     public func cancel() {
-        if id != 0 { g_source_remove(id) }
+        if id != 0 { LoopContext.remove(id) }
         id = 0
     }
 
@@ -81,7 +124,7 @@ public enum Sources {
     }
 
     /// Calls `body` once from the loop, after the events already pending at `priority`.
-    /// Wraps `g_idle_add_full`.
+    /// Wraps `g_idle_source_new`.
     public static func idle(priority: Int32 = G_PRIORITY_DEFAULT, _ body: @escaping () -> Void) -> SourceHandle {
         let handle = SourceHandle(id: 0)
         let callback = Callback {
@@ -89,25 +132,26 @@ public enum Sources {
             body()
             return false
         }
-        let id = g_idle_add_full(priority, Callback.sourceFunc, callback.retainedPointer, Callback.release)
+        let id = LoopContext.attach(g_idle_source_new(), priority: priority, Callback.sourceFunc,
+                                    callback.retainedPointer, Callback.release)
         return SourceHandle.replacing(handle, id: id)
     }
 
     /// Calls `body` every `seconds` until it returns false or the handle is dropped.
-    /// Wraps `g_timeout_add_seconds_full`.
+    /// Wraps `g_timeout_source_new_seconds`.
     public static func every(seconds: UInt32, _ body: @escaping () -> Bool) -> SourceHandle {
         let (handle, callback) = repeating(body)
-        let id = g_timeout_add_seconds_full(G_PRIORITY_DEFAULT, seconds, Callback.sourceFunc,
-                                            callback.retainedPointer, Callback.release)
+        let id = LoopContext.attach(g_timeout_source_new_seconds(seconds), priority: G_PRIORITY_DEFAULT,
+                                    Callback.sourceFunc, callback.retainedPointer, Callback.release)
         return SourceHandle.replacing(handle, id: id)
     }
 
     /// Calls `body` when `fd` is readable (or hung up), until it returns false or the
-    /// handle is dropped. Wraps `g_unix_fd_add_full`.
+    /// handle is dropped.
     public static func readable(fd: Int32, _ body: @escaping () -> Bool) -> SourceHandle {
         let (handle, callback) = repeating(body)
         let condition = GIOCondition(rawValue: G_IO_IN.rawValue | G_IO_HUP.rawValue | G_IO_ERR.rawValue)
-        let id = g_unix_fd_add_full(G_PRIORITY_DEFAULT, fd, condition, { _, _, pointer in
+        let id = LoopContext.addFD(fd, condition, { _, _, pointer in
             Callback.from(pointer).body() ? 1 : 0
         }, callback.retainedPointer, Callback.release)
         return SourceHandle.replacing(handle, id: id)
@@ -115,7 +159,7 @@ public enum Sources {
 
     /// Calls `body` on the loop when the process receives `signal` (SIGTERM, SIGINT, SIGHUP…),
     /// after unblocking it (a parent may have started us with it blocked).
-    /// Wraps `g_unix_signal_add_full`.
+    /// Wraps `g_unix_signal_source_new`.
     public static func onSignal(_ signal: Int32, _ body: @escaping () -> Void) -> SourceHandle {
         var set = sigset_t()
         sigemptyset(&set)
@@ -126,8 +170,8 @@ public enum Sources {
             body()
             return true
         }
-        let id = g_unix_signal_add_full(G_PRIORITY_DEFAULT, signal, Callback.sourceFunc,
-                                        callback.retainedPointer, Callback.release)
+        let id = LoopContext.attach(g_unix_signal_source_new(signal), priority: G_PRIORITY_DEFAULT,
+                                    Callback.sourceFunc, callback.retainedPointer, Callback.release)
         return SourceHandle.replacing(handle, id: id)
     }
 }
@@ -143,4 +187,42 @@ extension SourceHandle {
 /// The loop's monotonic clock. Wraps `g_get_monotonic_time`.
 public enum MonotonicClock {
     public static func microseconds() -> Int64 { Int64(g_get_monotonic_time()) }
+}
+
+/// A thread running a `MainLoop` on a private GLib context, for a library inside
+/// someone else's program: all of the library's GLib, libnm and libdbus work
+/// happens on it. It runs for the life of the process; when nothing changes it
+/// sleeps in `poll` (no wake-ups).
+public final class LoopThread: Sendable {
+    /// Immutable, and GLib's context functions used here are thread-safe.
+    nonisolated(unsafe) private let context: OpaquePointer
+
+    /// Starts the thread. Work sent with `perform` before its loop runs waits for it.
+    /// Wraps `g_main_context_new`, `pthread_create` and `g_main_context_push_thread_default`.
+    public init() {
+        context = g_main_context_new()
+        var thread = pthread_t()
+        let result = pthread_create(&thread, nil, { pointer in
+            let context = OpaquePointer(pointer!)
+            g_main_context_push_thread_default(context)
+            MainLoop().run()
+            return nil
+        }, UnsafeMutableRawPointer(context))
+        precondition(result == 0, "cannot start the reachability loop thread (error \(result))")
+        pthread_detach(thread)
+    }
+
+    /// Whether the caller is this loop's thread. Wraps `g_main_context_is_owner`.
+    public var isCurrent: Bool { g_main_context_is_owner(context) != 0 }
+
+    /// Runs `body` on the loop's thread: at once if the caller is that thread,
+    /// else as soon as the loop gets to it. Wraps `g_main_context_invoke_full`.
+    public func perform(_ body: @escaping @Sendable () -> Void) {
+        let callback = Callback {
+            body()
+            return false
+        }
+        g_main_context_invoke_full(context, G_PRIORITY_DEFAULT, Callback.sourceFunc, callback.retainedPointer,
+                                   Callback.release)
+    }
 }
