@@ -89,55 +89,27 @@ public final class Daemon {
         connection.watchNameOwners { [unowned self] name, _, newOwner in
             if newOwner.isEmpty && name.hasPrefix(":") { self.registry.releaseAll(client: name) }
         }
+        let engine = evaluator.engine
         registry.onAdded = { [unowned self] target in
             target.refresher = self.evaluator
-            target.update(self.evaluator.state(of: target))
-            self.evaluator.resolve(target)
-            self.hostTargetsChanged()
+            target.update(engine.state(of: target))
+            engine.resolve(target)
+            engine.hostTargetsChanged(count: self.registry.hostCount)
         }
-        registry.onRemoved = { [unowned self] _ in self.hostTargetsChanged() }
-        evaluator.onReload = { [unowned self] facts in
+        registry.onRemoved = { [unowned self] _ in engine.hostTargetsChanged(count: self.registry.hostCount) }
+        engine.targets = { [unowned self] in [self.internet] + Array(self.registry.objects.values) }
+        engine.onReload = { [unowned self] facts in
             guard self.manager.backend != facts.backend else { return }
             Log.info("backend: \(facts.backend.rawValue) (mode \(self.backendMode.rawValue))")
             self.manager.backend = facts.backend
         }
         do {
-            try evaluator.start(mode: backendMode) { [unowned self] in self.networkChanged() }
+            try engine.start(mode: backendMode)
         } catch {
             throw .failure("cannot watch the kernel's network state: \(error)")
         }
         loop.run()
         connection.flush()
         return exitCode
-    }
-
-    private func hostTargetsChanged() {
-        evaluator.hostTargetsChanged(count: registry.hostCount) { [unowned self] in
-            self.registry.objects.values.filter { $0.kind == .host }
-        }
-    }
-
-    /// One evaluation of every target after a burst of changes; host names are
-    /// looked up again (their routes are re-evaluated at once meanwhile).
-    private func networkChanged() {
-        let start = MonotonicClock.microseconds()
-        evaluator.reload()
-        internet.update(evaluator.state(of: internet))
-        evaluator.prefetchRoutes(for: registry.objects.values)
-        let targets = Array(registry.objects.values)
-        let states = targets.map { evaluator.state(of: $0) }
-        let evaluated = MonotonicClock.microseconds()
-        var changed = 0
-        for (target, state) in zip(targets, states) where state != target.state {
-            target.update(state)
-            changed += 1
-        }
-        let announced = MonotonicClock.microseconds()
-        Log.debug("evaluated \(targets.count + 1) targets in \(Double(evaluated - start) / 1000) ms; "
-                  + "announced \(changed) changes in \(Double(announced - evaluated) / 1000) ms")
-        // Announced first; then the names are looked up again.
-        for target in registry.objects.values where target.kind == .host {
-            evaluator.resolve(target)
-        }
     }
 }

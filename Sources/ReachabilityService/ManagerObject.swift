@@ -1,5 +1,6 @@
 import ReachabilityBus
 import ReachabilityCore
+import ReachabilityPlatform
 
 /// The service itself, exported on the root object with `…Reachability1.Manager`:
 /// watching, releasing and querying targets.
@@ -21,11 +22,11 @@ public final class ManagerObject {
         Names.managerInterface,
         methods: [
             Method("WatchHost", input: "s", output: "o") { manager, call throws(BusError) in
-                let input = try TargetInput.parseHost(call.string(0))
+                let input = try TargetInput.validHost(call.string(0))
                 return [.objectPath(try manager.registry.watch(input, client: call.sender))]
             },
             Method("WatchAddress", input: "s", output: "o") { manager, call throws(BusError) in
-                let input = try TargetInput.parseAddress(call.string(0))
+                let input = try TargetInput.validAddress(call.string(0))
                 return [.objectPath(try manager.registry.watch(input, client: call.sender))]
             },
             Method("Release", input: "o") { manager, call throws(BusError) in
@@ -35,7 +36,7 @@ public final class ManagerObject {
             },
             Method("Query", input: "s", output: "uia{sv}") { manager, call throws(BusError) in
                 let text = call.string(0)
-                let input = text.isEmpty ? nil : try TargetInput.parseHost(text)
+                let input = text.isEmpty ? nil : try TargetInput.validHost(text)
                 return try manager.evaluator.query(
                     input, watched: input.flatMap(manager.registry.object(for:)), call: call)
             },

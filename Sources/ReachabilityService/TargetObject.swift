@@ -13,50 +13,32 @@ protocol TargetRefreshing: AnyObject {
 /// with the `…Reachability1.Target` interface. Its owner feeds it evaluated
 /// states; it announces what changed: `PropertiesChanged` first, then
 /// `StatusChanged` when the flags (or the unknown state) changed.
-public final class TargetObject {
-    /// How far the resolution of a host target has come.
-    enum Resolution: Equatable {
-        case pending
-        /// The resolver's addresses, parsed once, in resolver order.
-        case resolved([IPAddress])
-        case failed(String)
-    }
-
-    public let kind: TargetKind
-    public let name: String
-    /// The literal of an address target.
-    let address: IPAddress?
-    public private(set) var state: TargetState = .unknown
+public final class TargetObject: WatchedTarget {
     /// CLOCK_REALTIME µs of the last change of the flags; 0 before the first answer.
     public private(set) var lastChanged: UInt64 = 0
     var exported: ExportedObject?
     weak var refresher: TargetRefreshing?
-
-    // Host targets only.
-    var resolution: Resolution = .pending
-    var lookup: Resolver.Lookup?
-    /// A network change arrived while a lookup was in flight: look up again when it ends.
-    var lookupAgain = false
     /// `Refresh` calls waiting for a lookup that starts after they arrived.
     var waitingCalls: [MethodCall] = []
 
-    init(kind: TargetKind, name: String, address: IPAddress? = nil) {
-        self.kind = kind
-        self.name = name
-        self.address = address
-    }
-
-    /// Takes a new evaluation and announces what changed.
-    public func update(_ new: TargetState) {
-        guard new != state else { return }
-        let flagsChanged = new.flags != state.flags
-        state = new
+    /// Announces what changed.
+    public override func didChange(from old: TargetState) {
+        let flagsChanged = state.flags != old.flags
         if flagsChanged { lastChanged = reach_realtime_usec() }
         exported?.propertiesChanged()
         if flagsChanged {
             exported?.emit(Self.statusChanged, interface: Names.targetInterface,
-                           [.int32(new.status.rawValue), .uint32(new.exportedFlags.rawValue)])
+                           [.int32(state.status.rawValue), .uint32(state.exportedFlags.rawValue)])
         }
+    }
+
+    /// A fresh answer: the `Refresh` calls waiting for it get it.
+    public override func lookupSettled() { answerWaitingCalls() }
+
+    private func answerWaitingCalls() {
+        let waiting = waitingCalls
+        waitingCalls = []
+        for call in waiting { call.reply(refreshReply) }
     }
 
     /// The reply of `Refresh`: `(u flags, i status)`.
@@ -64,12 +46,10 @@ public final class TargetObject {
         [.uint32(state.exportedFlags.rawValue), .int32(state.status.rawValue)]
     }
 
-    /// Stops any work for this target (it is going away).
-    func cancel() {
-        lookup?.cancel()
-        lookup = nil
-        for call in waitingCalls { call.reply(refreshReply) }
-        waitingCalls = []
+    /// Stops any work for this target (it is going away); waiting callers get the last answer.
+    public override func cancel() {
+        super.cancel()
+        answerWaitingCalls()
     }
 
     static let statusChanged = Signal("StatusChanged", signature: "iu")

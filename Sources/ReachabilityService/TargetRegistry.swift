@@ -34,8 +34,7 @@ final class TargetRegistry {
             throw ServiceError.tooManyTargets(error.message)
         }
         if isFirst || objects[key] == nil {
-            let address: IPAddress? = if case .address(let a) = input { a } else { nil }
-            let object = TargetObject(kind: key.kind, name: key.name, address: address)
+            let object = TargetObject(input)
             objects[key] = object
             keysByPath[key.path] = key
             object.exported = connection.export(object, at: key.path, interfaces: [TargetObject.interface])

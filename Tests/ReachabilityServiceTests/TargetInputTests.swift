@@ -1,5 +1,7 @@
 import Testing
 @testable import ReachabilityBus
+import ReachabilityCore
+import ReachabilityPlatform
 @testable import ReachabilityService
 
 @Suite("Target input: parsing, normalising, paths")
@@ -29,7 +31,7 @@ struct TargetInputTests {
     ])
     func badAddresses(input: String, message: String) {
         #expect {
-            _ = try TargetInput.parseAddress(input)
+            _ = try TargetInput.validAddress(input)
         } throws: { error in
             let error = error as? BusError
             return error?.name == "io.github.reachabilityd.Reachability1.Error.InvalidTarget"
@@ -52,8 +54,8 @@ struct TargetInputTests {
 
     @Test("over-long input is refused before any work")
     func huge() {
-        #expect(throws: BusError.self) { _ = try TargetInput.parseHost(String(repeating: "a", count: 100_000)) }
-        #expect(throws: BusError.self) { _ = try TargetInput.parseAddress(String(repeating: "1", count: 100_000)) }
+        #expect(throws: InvalidTarget.self) { _ = try TargetInput.parseHost(String(repeating: "a", count: 100_000)) }
+        #expect(throws: InvalidTarget.self) { _ = try TargetInput.parseAddress(String(repeating: "1", count: 100_000)) }
     }
 
     @Test("object paths are computable: sd_bus_path_encode under host/ and address/")

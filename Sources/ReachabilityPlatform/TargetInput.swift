@@ -1,0 +1,66 @@
+import ReachabilityCore
+
+/// What a caller asked to watch, validated and normalised: a host name
+/// (normalised ASCII) or an address literal. The daemon and the client library
+/// parse with these two functions, so both accept and reject the same input
+/// with the same messages.
+public enum TargetInput: Hashable, Sendable {
+    case host(String)
+    case address(IPAddress)
+
+    /// The normalised text: the ASCII host name or the canonical address literal.
+    public var name: String {
+        switch self {
+        case .host(let name): name
+        case .address(let address): address.description
+        }
+    }
+
+    public var kind: TargetKind {
+        switch self {
+        case .host: .host
+        case .address: .address
+        }
+    }
+
+    /// Parses `text` as `WatchAddress` does: an IPv4 or IPv6 literal, IPv6 with an optional scope.
+    public static func parseAddress(_ text: String) throws(InvalidTarget) -> TargetInput {
+        guard text.utf8.count <= TargetName.maximumInputLength else {
+            throw InvalidTarget(
+                message: "address is \(text.utf8.count) bytes long; at most \(TargetName.maximumInputLength) are accepted")
+        }
+        do {
+            return .address(try IPAddress(parsing: text))
+        } catch .unknownScope(let scope) {
+            throw InvalidTarget(message: "address \(quoted(text)): no interface \(quoted(scope)) for the scope")
+        } catch {
+            throw InvalidTarget(message: "\(quoted(text)) is not an IPv4 or IPv6 address literal")
+        }
+    }
+
+    /// Parses `text` as `WatchHost` does: an address literal is watched as that
+    /// address (as Apple does); a name is converted from IDN and validated.
+    public static func parseHost(_ text: String) throws(InvalidTarget) -> TargetInput {
+        guard text.utf8.count <= TargetName.maximumInputLength else {
+            throw InvalidTarget(
+                message: "host name is \(text.utf8.count) bytes long; at most \(TargetName.maximumInputLength) are accepted")
+        }
+        if TargetName.looksLikeAddressLiteral(text), let address = try? IPAddress(parsing: text) {
+            return .address(address)
+        }
+        if text.contains("%") || (text.contains(":") && !text.isEmpty) {
+            // Meant as an address literal (a scope or a colon can only be that).
+            return try parseAddress(text)
+        }
+        var ascii = text
+        if !text.utf8.allSatisfy({ $0 < 0x80 }) {
+            guard let converted = HostNameEncoding.ascii(text) else {
+                throw InvalidTarget(message: "host name \(quoted(text)) cannot be converted to ASCII (IDNA)")
+            }
+            ascii = converted
+        }
+        return .host(try TargetName.normalizeHost(ascii))
+    }
+
+    public static func quoted(_ text: String) -> String { InvalidTarget.quoted(text) }
+}

@@ -1,0 +1,68 @@
+import ReachabilityCore
+
+/// One target being evaluated — the internet, a host or an address — by a
+/// `TargetEvaluator`. Its owner (the daemon's exported object, or the client
+/// library's in-process watch) subclasses it to hear of every new state.
+open class WatchedTarget {
+    /// How far the resolution of a host target has come.
+    public enum Resolution: Equatable, Sendable {
+        case pending
+        /// The resolver's addresses, parsed once, in resolver order.
+        case resolved([IPAddress])
+        case failed(String)
+    }
+
+    public let kind: TargetKind
+    /// The normalised host name or address literal; `""` for the internet.
+    public let name: String
+    /// The literal of an address target.
+    public let address: IPAddress?
+    public private(set) var state: TargetState = .unknown
+
+    // Host targets only.
+    public internal(set) var resolution: Resolution = .pending
+    var lookup: Resolver.Lookup?
+    /// A network change arrived while a lookup was in flight: look up again when it ends.
+    var lookupAgain = false
+
+    public init(kind: TargetKind, name: String, address: IPAddress? = nil) {
+        self.kind = kind
+        self.name = name
+        self.address = address
+    }
+
+    /// The internet target.
+    public convenience init() { self.init(kind: .internet, name: "") }
+
+    /// A host or address target.
+    public convenience init(_ input: TargetInput) {
+        if case .address(let address) = input {
+            self.init(kind: .address, name: input.name, address: address)
+        } else {
+            self.init(kind: .host, name: input.name)
+        }
+    }
+
+    /// Takes a new evaluation; calls `didChange(from:)` when it differs.
+    public final func update(_ new: TargetState) {
+        guard new != state else { return }
+        let old = state
+        state = new
+        didChange(from: old)
+    }
+
+    /// The state changed (`state` is the new one).
+    open func didChange(from old: TargetState) {}
+
+    /// A host's lookup ended and no other follows: its answer is as fresh as it gets.
+    open func lookupSettled() {}
+
+    /// Stops any work for this target (it is going away).
+    open func cancel() {
+        lookup?.cancel()
+        lookup = nil
+    }
+
+    /// Whether the state is a real answer: not waiting for a host's first lookup.
+    public var isSettled: Bool { kind != .host || resolution != .pending }
+}
