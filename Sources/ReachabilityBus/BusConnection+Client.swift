@@ -66,3 +66,98 @@ extension BusConnection {
         return errors
     }
 }
+
+// MARK: Asynchronous client calls and signal subscriptions (the client library)
+
+extension BusConnection {
+    /// Calls a method; `reply` runs on the loop with the values or the error.
+    /// Wraps `dbus_connection_send_with_reply` and `dbus_pending_call_set_notify`.
+    public func callAsync(
+        destination: String, path: ObjectPath, interface: String, member: String, _ arguments: [DBusValue] = [],
+        timeoutMilliseconds: Int32 = 25_000, reply: @escaping (Result<[DBusValue], BusError>) -> Void
+    ) {
+        guard let message = dbus_message_new_method_call(destination, path.rawValue, interface, member),
+            MessageCodec.appendBody(arguments, to: message)
+        else { return reply(.failure(.failed("out of memory"))) }
+        defer { dbus_message_unref(message) }
+        var pending: OpaquePointer?
+        guard dbus_connection_send_with_reply(raw, message, &pending, timeoutMilliseconds) != 0, let pending else {
+            return reply(.failure(.failed("the connection to the bus is closed")))
+        }
+        let box = Unmanaged.passRetained(ReplyBox(reply)).toOpaque()
+        dbus_pending_call_set_notify(pending, { pending, data in
+            let box = Unmanaged<ReplyBox>.fromOpaque(data!).takeUnretainedValue()
+            guard let message = dbus_pending_call_steal_reply(pending) else {
+                return box.reply(.failure(.failed("no reply")))
+            }
+            defer { dbus_message_unref(message) }
+            box.reply(BusConnection.result(of: message))
+        }, box, { data in Unmanaged<ReplyBox>.fromOpaque(data!).release() })
+        dbus_pending_call_unref(pending)
+    }
+
+    /// A reply message as values or as the error it carries.
+    static func result(of message: OpaquePointer) -> Result<[DBusValue], BusError> {
+        let values = MessageCodec.decodeBody(message)
+        guard dbus_message_get_type(message) == DBUS_MESSAGE_TYPE_ERROR else {
+            return values.map { .success($0) } ?? .failure(.failed("reply holds file descriptors"))
+        }
+        let name = dbus_message_get_error_name(message).map { String(cString: $0) } ?? BusError.prefix + "Failed"
+        return .failure(BusError(name: name, message: values?.first?.stringValue ?? ""))
+    }
+
+    /// Calls `handler` with the arguments of every signal `member` of `interface`
+    /// emitted by `sender` at `path`, until the subscription is cancelled.
+    /// Wraps `dbus_bus_add_match` and `dbus_bus_remove_match` (without waiting for their replies).
+    public func subscribe(
+        sender: String, path: ObjectPath, interface: String, member: String, argument0: String? = nil,
+        _ handler: @escaping ([DBusValue]) -> Void
+    ) -> SignalSubscription {
+        var rule = "type='signal',sender='\(sender)',path='\(path.rawValue)',interface='\(interface)',member='\(member)'"
+        if let argument0 { rule += ",arg0='\(argument0)'" }
+        dbus_bus_add_match(raw, rule, nil)
+        let number = addSignalHandler { message in
+            guard dbus_message_is_signal(message, interface, member) != 0,
+                dbus_message_get_path(message).map({ String(cString: $0) }) == path.rawValue,
+                let values = MessageCodec.decodeBody(message)
+            else { return }
+            if let argument0, values.first?.stringValue != argument0 { return }
+            handler(values)
+        }
+        return SignalSubscription(connection: self, rule: rule, number: number)
+    }
+
+    /// Calls `handler(newOwner)` whenever `name` changes owner (`""`: it has none now).
+    public func followOwner(of name: String, _ handler: @escaping (String) -> Void) -> SignalSubscription {
+        subscribe(sender: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus"),
+                  interface: "org.freedesktop.DBus", member: "NameOwnerChanged", argument0: name) { values in
+            if values.signature == "sss", let owner = values[2].stringValue { handler(owner) }
+        }
+    }
+}
+
+/// A reply callback kept alive by libdbus until the call ends.
+private final class ReplyBox {
+    let reply: (Result<[DBusValue], BusError>) -> Void
+    init(_ reply: @escaping (Result<[DBusValue], BusError>) -> Void) { self.reply = reply }
+}
+
+/// A signal match; cancelled (its rule removed) when dropped.
+public final class SignalSubscription {
+    private weak var connection: BusConnection?
+    private let rule: String
+    private let number: Int
+
+    init(connection: BusConnection, rule: String, number: Int) {
+        self.connection = connection
+        self.rule = rule
+        self.number = number
+    }
+
+    public func cancel() {
+        guard let connection, connection.signalHandlers.removeValue(forKey: number) != nil else { return }
+        dbus_bus_remove_match(connection.raw, rule, nil)
+    }
+
+    deinit { cancel() }
+}

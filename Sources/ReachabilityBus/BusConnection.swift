@@ -17,7 +17,9 @@ public final class BusConnection {
     /// The path whose objects below are announced through ObjectManager.
     var objectManagerPath: ObjectPath?
     private var dispatchIdle: SourceHandle?
-    private var signalHandlers: [(OpaquePointer) -> Void] = []
+    /// Signal handlers by subscription number, called in subscription order.
+    var signalHandlers: [Int: (OpaquePointer) -> Void] = [:]
+    var nextSubscription = 0
 
     /// Called when the bus takes our name away (another instance ran with `--replace`).
     public var onNameLost: ((String) -> Void)?
@@ -109,12 +111,20 @@ public final class BusConnection {
     /// Wraps `dbus_bus_add_match` (without waiting for its reply).
     public func watchNameOwners(_ handler: @escaping (String, String, String) -> Void) {
         dbus_bus_add_match(raw, "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',path='/org/freedesktop/DBus',arg2=''", nil)
-        signalHandlers.append { message in
+        addSignalHandler { message in
             guard dbus_message_is_signal(message, "org.freedesktop.DBus", "NameOwnerChanged") != 0,
                 let args = MessageCodec.decodeBody(message), args.signature == "sss"
             else { return }
             handler(args[0].stringValue!, args[1].stringValue!, args[2].stringValue!)
         }
+    }
+
+    /// Registers a handler for every signal that reaches us; returns its number.
+    @discardableResult
+    func addSignalHandler(_ handler: @escaping (OpaquePointer) -> Void) -> Int {
+        nextSubscription += 1
+        signalHandlers[nextSubscription] = handler
+        return nextSubscription
     }
 
     // MARK: Sending
@@ -208,7 +218,7 @@ public final class BusConnection {
             onNameLost?(name)
             return
         }
-        for handler in signalHandlers { handler(message) }
+        for key in signalHandlers.keys.sorted() { signalHandlers[key]?(message) }
     }
 
     private func handle(_ message: OpaquePointer) -> DBusHandlerResult {

@@ -23,5 +23,10 @@ public struct BusError: Error, Hashable, Sendable, CustomStringConvertible {
     public static func propertyReadOnly(_ m: String) -> BusError {
         .init(name: prefix + "PropertyReadOnly", message: m)
     }
+    /// Error names the bus itself answers with when a service is missing or silent.
+    public static let serviceUnknown = prefix + "ServiceUnknown"
+    public static let nameHasNoOwner = prefix + "NameHasNoOwner"
+    public static let noReply = prefix + "NoReply"
+
     public static func limitsExceeded(_ m: String) -> BusError { .init(name: prefix + "LimitsExceeded", message: m) }
 }

@@ -1,12 +1,13 @@
 import ReachabilityBus
+import ReachabilityCore
 
-/// The service's names on the bus, each written once.
+/// The service's names on the bus (written once, in `ServiceNames`), as the daemon uses them.
 public enum Names {
-    public static let busName = "io.github.reachabilityd.Reachability1"
-    public static let rootPath = ObjectPath("/io/github/reachabilityd/Reachability1")
-    public static let managerInterface = "io.github.reachabilityd.Reachability1.Manager"
-    public static let targetInterface = "io.github.reachabilityd.Reachability1.Target"
-    public static let version = "0.1.0"
+    public static let busName = ServiceNames.busName
+    public static let rootPath = ObjectPath(rawValue: ServiceNames.rootPath)!
+    public static let managerInterface = ServiceNames.managerInterface
+    public static let targetInterface = ServiceNames.targetInterface
+    public static let version = ServiceNames.version
 
     /// The interface definitions served as introspection data (from `dbus/`).
     public static let contract = InterfaceContract(xml: contractXML)

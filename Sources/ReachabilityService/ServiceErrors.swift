@@ -1,21 +1,20 @@
 import ReachabilityBus
+import ReachabilityCore
 
-/// The service's own D-Bus errors, each named once.
+/// The service's own D-Bus errors (named in `ServiceNames.Error`).
 enum ServiceError {
-    static let prefix = "io.github.reachabilityd.Reachability1.Error."
-
     /// The input is not a valid host name or address; the message says why.
     static func invalidTarget(_ message: String) -> BusError {
-        BusError(name: prefix + "InvalidTarget", message: message)
+        BusError(name: ServiceNames.Error.invalidTarget, message: message)
     }
 
     /// A per-client or global limit on watched targets is reached.
     static func tooManyTargets(_ message: String) -> BusError {
-        BusError(name: prefix + "TooManyTargets", message: message)
+        BusError(name: ServiceNames.Error.tooManyTargets, message: message)
     }
 
     /// The caller does not hold that target.
     static func unknownTarget(_ message: String) -> BusError {
-        BusError(name: prefix + "UnknownTarget", message: message)
+        BusError(name: ServiceNames.Error.unknownTarget, message: message)
     }
 }

@@ -1,0 +1,236 @@
+import ReachabilityBus
+import ReachabilityCore
+import ReachabilityPlatform
+
+/// Answers from `reachabilityd` on the system bus: one `WatchHost`/`WatchAddress`
+/// per watched target (shared by this process's subscribers), its properties
+/// followed through `PropertiesChanged`, `Release` when the last one leaves.
+/// A daemon that leaves the bus makes every target unknown; when it (or a new
+/// instance) comes back, every target is watched again and updates resume.
+final class DaemonBackend: FeedBackend {
+    private let connection: BusConnection
+    private var ownerWatch: SignalSubscription?
+    private var watches: [ObjectIdentifier: Watch] = [:]
+    private static let root = ObjectPath(rawValue: ServiceNames.rootPath)!
+    private static let properties = "org.freedesktop.DBus.Properties"
+
+    /// One target watched through the daemon.
+    private final class Watch {
+        let feed: Feed
+        var path: ObjectPath?
+        var signal: SignalSubscription?
+        var properties: [String: DBusValue] = [:]
+        var isSettled = false
+        init(feed: Feed) { self.feed = feed }
+
+        func publish() {
+            feed.publish(ReachabilityState(properties: properties), settled: isSettled)
+        }
+    }
+
+    init() throws(ReachabilityError) {
+        do {
+            connection = try BusConnection(.system)
+        } catch {
+            throw .serviceUnavailable(error.message)
+        }
+        ownerWatch = connection.followOwner(of: ServiceNames.busName) { [unowned self] owner in
+            self.ownerChanged(owner)
+        }
+    }
+
+    /// Whether the daemon runs, or the bus can start it. Blocking bus calls (start-up only).
+    func isServiceAvailable() -> Bool {
+        let bus = ObjectPath("/org/freedesktop/DBus")
+        if case .boolean(true)? = try? connection.call(
+            destination: "org.freedesktop.DBus", path: bus, interface: "org.freedesktop.DBus", member: "NameHasOwner",
+            [.string(ServiceNames.busName)], timeoutMilliseconds: 2000
+        ).first {
+            return true
+        }
+        guard case .array(_, let names)? = try? connection.call(
+            destination: "org.freedesktop.DBus", path: bus, interface: "org.freedesktop.DBus",
+            member: "ListActivatableNames", timeoutMilliseconds: 2000
+        ).first else { return false }
+        return names.contains(.string(ServiceNames.busName))
+    }
+
+    private func call(_ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
+                      reply: @escaping (Result<[DBusValue], BusError>) -> Void) {
+        connection.callAsync(destination: ServiceNames.busName, path: path, interface: interface, member: member,
+                             arguments, reply: reply)
+    }
+
+    // MARK: FeedBackend
+
+    func open(_ feed: Feed) {
+        let watch = Watch(feed: feed)
+        watches[ObjectIdentifier(feed)] = watch
+        start(watch) { error in feed.opened(error) }
+    }
+
+    func close(_ feed: Feed) {
+        guard let watch = watches.removeValue(forKey: ObjectIdentifier(feed)) else { return }
+        watch.signal?.cancel()
+        if case .input = feed.key, let path = watch.path {
+            call(Self.root, ServiceNames.managerInterface, "Release", [.objectPath(path)]) { _ in }
+        }
+    }
+
+    func query(_ key: TargetKey, _ completion: @escaping (Result<ReachabilityState, ReachabilityError>) -> Void) {
+        let text = if case .input(let input) = key { input.name } else { "" }
+        call(Self.root, ServiceNames.managerInterface, "Query", [.string(text)]) { result in
+            completion(result.mapError(ReachabilityError.init).flatMap { values in
+                guard values.count == 3, case .uint32(let flags) = values[0], case .int32(let status) = values[1],
+                    case .dictionary(_, _, let details) = values[2]
+                else { return .failure(.failed("unexpected reply to Query: \(values.signature)")) }
+                return .success(ReachabilityState(flags: flags, status: status, details: details))
+            })
+        }
+    }
+
+    /// Every target object below the root (the daemon's `GetManagedObjects`).
+    func watchedTargets(_ completion: @escaping (Result<[ReachabilitySnapshot], ReachabilityError>) -> Void) {
+        call(Self.root, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects") { result in
+            completion(result.mapError(ReachabilityError.init).map { values in
+                guard case .dictionary(_, _, let objects)? = values.first else { return [] }
+                return objects.compactMap { object -> ReachabilitySnapshot? in
+                    guard case .dictionary(_, _, let interfaces) = object.value,
+                        let target = interfaces.first(where: { $0.key == .string(ServiceNames.targetInterface) }),
+                        case .dictionary(_, _, let entries) = target.value
+                    else { return nil }
+                    let properties = Self.dictionary(entries)
+                    let name = properties["Name"]?.stringValue ?? ""
+                    let kind = properties["Kind"]?.stringValue
+                    let watched: ReachabilityTarget = kind == "address" ? .address(name) : .host(name)
+                    return ReachabilitySnapshot(target: watched, state: ReachabilityState(properties: properties))
+                }.sorted { $0.target.description < $1.target.description }
+            })
+        }
+    }
+
+    // MARK: Watching
+
+    /// Watches the target (the internet needs no call), follows its properties and reads them all.
+    private func start(_ watch: Watch, done: @escaping (ReachabilityError?) -> Void) {
+        guard case .input(let input) = watch.feed.key else {
+            attach(watch, at: Self.root)
+            return done(nil)
+        }
+        let member = input.kind == .host ? "WatchHost" : "WatchAddress"
+        call(Self.root, ServiceNames.managerInterface, member, [.string(input.name)]) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success(let values):
+                guard case .objectPath(let path)? = values.first else {
+                    return done(.failed("unexpected reply to \(member): \(values.signature)"))
+                }
+                guard self.watches[ObjectIdentifier(watch.feed)] === watch else {
+                    // Closed meanwhile: give the target back.
+                    return self.call(Self.root, ServiceNames.managerInterface, "Release", [.objectPath(path)]) { _ in }
+                }
+                self.attach(watch, at: path)
+                done(nil)
+            case .failure(let error):
+                done(ReachabilityError(error))
+            }
+        }
+    }
+
+    private func attach(_ watch: Watch, at path: ObjectPath) {
+        watch.path = path
+        watch.isSettled = false
+        watch.signal = connection.subscribe(
+            sender: ServiceNames.busName, path: path, interface: Self.properties, member: "PropertiesChanged"
+        ) { values in
+            guard values.count >= 2, values[0].stringValue == ServiceNames.targetInterface,
+                case .dictionary(_, _, let changed) = values[1]
+            else { return }
+            watch.properties.merge(Self.dictionary(changed)) { $1 }
+            watch.publish()
+        }
+        call(path, Self.properties, "GetAll", [.string(ServiceNames.targetInterface)]) { [weak self] result in
+            guard let self, case .success(let values) = result, case .dictionary(_, _, let entries)? = values.first
+            else { return }
+            watch.properties = Self.dictionary(entries)
+            let state = ReachabilityState(properties: watch.properties)
+            if state.flags == nil, case .input(.host) = watch.feed.key {
+                // A host just watched is being looked up: its first answer is the one after `Refresh`.
+                self.call(path, ServiceNames.targetInterface, "Refresh") { _ in
+                    watch.isSettled = true
+                    watch.publish()
+                }
+                return watch.publish()
+            }
+            watch.isSettled = true
+            watch.publish()
+        }
+    }
+
+    private func ownerChanged(_ owner: String) {
+        for watch in watches.values {
+            watch.signal?.cancel()
+            watch.signal = nil
+            watch.path = nil
+            watch.properties = [:]
+            if owner.isEmpty {
+                // The daemon left: nothing is known until it is back.
+                watch.isSettled = true
+                watch.feed.publish(.unknown, settled: true)
+            } else {
+                start(watch) { error in if let error { watch.feed.fail(error) } }
+            }
+        }
+    }
+
+    static func dictionary(_ entries: [DBusValue.DictionaryEntry]) -> [String: DBusValue] {
+        var result: [String: DBusValue] = [:]
+        for entry in entries {
+            guard let key = entry.key.stringValue else { continue }
+            result[key] = if case .variant(let value) = entry.value { value } else { entry.value }
+        }
+        return result
+    }
+}
+
+extension ReachabilityState {
+    /// A target's state from its `…Target` properties (`Status` -1: unknown).
+    init(properties p: [String: DBusValue]) {
+        self.init(flags: p["Flags"], status: p["Status"]) { p[$0.property] }
+    }
+
+    /// A target's state from `Query`'s reply.
+    init(flags: UInt32, status: Int32, details: [DBusValue.DictionaryEntry]) {
+        let d = DaemonBackend.dictionary(details)
+        self.init(flags: .uint32(flags), status: .int32(status)) { d[$0.detail] }
+    }
+
+    /// The fields, by their property name and their key in `Query`'s details.
+    fileprivate enum Field: String {
+        case interface = "Interface/interface"
+        case interfaceType = "InterfaceType/interface-type"
+        case addresses = "Addresses/addresses"
+        case connectivity = "Connectivity/connectivity"
+        case metered = "Metered/metered"
+        case vpn = "Vpn/vpn"
+        case ipv4 = "ReachableIPv4/reachable-ipv4"
+        case ipv6 = "ReachableIPv6/reachable-ipv6"
+        case error = "Error/error"
+        var property: String { String(rawValue.split(separator: "/")[0]) }
+        var detail: String { String(rawValue.split(separator: "/")[1]) }
+    }
+
+    private init(flags: DBusValue?, status: DBusValue?, _ field: (Field) -> DBusValue?) {
+        func string(_ f: Field) -> String { field(f)?.stringValue ?? "" }
+        func bool(_ f: Field) -> Bool { if case .boolean(true)? = field(f) { true } else { false } }
+        var addresses: [String] = []
+        if case .array(_, let values)? = field(.addresses) { addresses = values.compactMap(\.stringValue) }
+        let known = if case .int32(let s)? = status { s != ReachabilityStatus.unknown.rawValue } else { false }
+        let raw = if case .uint32(let f)? = flags { f } else { UInt32(0) }
+        self.init(
+            flags: known ? ReachabilityFlags(rawValue: raw) : nil, interface: string(.interface),
+            interfaceType: InterfaceType(rawValue: string(.interfaceType)) ?? .other, addresses: addresses,
+            connectivity: Connectivity(rawValue: string(.connectivity)) ?? .unknown, isMetered: bool(.metered),
+            isVPN: bool(.vpn), reachableIPv4: bool(.ipv4), reachableIPv6: bool(.ipv6), error: string(.error))
+    }
+}

@@ -1,0 +1,83 @@
+import ReachabilityBus
+import ReachabilityCore
+import ReachabilityPlatform
+
+/// Answers from the daemon's own engine, running in this process: facts from
+/// NetworkManager (libnm) while it runs, else from the kernel; routes from
+/// rtnetlink; names through GLib's resolver. Used when no daemon is on the bus.
+final class InProcessBackend: FeedBackend {
+    private let engine = TargetEvaluator(refreshInterval: 300)
+    private var targets: [ObjectIdentifier: FeedTarget] = [:]
+    /// Work waiting for the first facts.
+    private var waitingForFacts: [() -> Void] = []
+
+    /// A target whose every new state goes to its feed.
+    private final class FeedTarget: WatchedTarget {
+        unowned let feed: Feed
+        unowned let backend: InProcessBackend
+
+        init(feed: Feed, backend: InProcessBackend) {
+            self.feed = feed
+            self.backend = backend
+            switch feed.key {
+            case .internet: super.init(kind: .internet, name: "")
+            case .input(let input):
+                if case .address(let address) = input {
+                    super.init(kind: .address, name: input.name, address: address)
+                } else {
+                    super.init(kind: .host, name: input.name)
+                }
+            }
+        }
+
+        override func didChange(from old: TargetState) { publish() }
+        override func lookupSettled() { publish() }
+
+        func publish() { feed.publish(state, settled: backend.engine.hasFacts && isSettled) }
+    }
+
+    init() throws(ReachabilityError) {
+        engine.targets = { [unowned self] in Array(self.targets.values) }
+        engine.onEvaluated = { [unowned self] in
+            for target in self.targets.values { target.publish() }
+            let waiting = self.waitingForFacts
+            self.waitingForFacts = []
+            for work in waiting { work() }
+        }
+        do {
+            try engine.start(mode: .auto)
+        } catch {
+            throw .serviceUnavailable("cannot watch the kernel's network state: \(error)")
+        }
+    }
+
+    func open(_ feed: Feed) {
+        let target = FeedTarget(feed: feed, backend: self)
+        targets[ObjectIdentifier(feed)] = target
+        if engine.hasFacts { target.update(engine.state(of: target)) }
+        engine.resolve(target)
+        hostTargetsChanged()
+        feed.opened(nil)
+        target.publish()
+    }
+
+    func close(_ feed: Feed) {
+        targets.removeValue(forKey: ObjectIdentifier(feed))?.cancel()
+        hostTargetsChanged()
+    }
+
+    private func hostTargetsChanged() {
+        engine.hostTargetsChanged(count: targets.values.lazy.filter { $0.kind == .host }.count)
+    }
+
+    func query(_ key: TargetKey, _ completion: @escaping (Result<ReachabilityState, ReachabilityError>) -> Void) {
+        let answer = { [unowned self] in
+            switch key {
+            case .internet: completion(.success(self.engine.internetState))
+            case .input(.address(let address)): completion(.success(self.engine.state(of: address)))
+            case .input(.host(let name)): self.engine.evaluate(host: name) { completion(.success($0)) }
+            }
+        }
+        if engine.hasFacts { answer() } else { waitingForFacts.append(answer) }
+    }
+}

@@ -1,0 +1,241 @@
+import Dispatch
+import ReachabilityCore
+import Synchronization
+
+/// Reachability of the internet or of one host or address, shaped like
+/// Alamofire's `NetworkReachabilityManager`, for Swift programs on Linux.
+///
+/// Answers come from `reachabilityd` when it is on the system bus (shared with
+/// every other program, nothing computed twice) and otherwise from the same
+/// engine running in this process; `mode` says which.
+///
+/// ```swift
+/// let manager = NetworkReachabilityManager(host: "example.com")
+/// manager?.startListening { status in print("now:", status) }
+/// ```
+///
+/// Listeners get the current status first, then each change of status once.
+/// `updates` is the same as an `AsyncSequence` of the full state.
+open class NetworkReachabilityManager: @unchecked Sendable {
+    /// Alamofire's status.
+    public enum NetworkReachabilityStatus: Sendable, Hashable {
+        /// Not known (yet): no daemon answer, NetworkManager not running, or a name still being looked up.
+        case unknown
+        case notReachable
+        case reachable(ConnectionType)
+
+        /// How the target is reached.
+        public enum ConnectionType: Sendable, Hashable {
+            case ethernetOrWiFi
+            /// Mobile broadband (the `IsWWAN` flag).
+            case cellular
+        }
+
+        /// The status for AFNetworking's status value.
+        public init(_ status: ReachabilityStatus) {
+            switch status {
+            case .unknown: self = .unknown
+            case .notReachable: self = .notReachable
+            case .reachableViaWWAN: self = .reachable(.cellular)
+            case .reachableViaWiFi: self = .reachable(.ethernetOrWiFi)
+            }
+        }
+    }
+
+    /// Called with each status, on the queue given to `startListening`.
+    public typealias Listener = @Sendable (NetworkReachabilityStatus) -> Void
+
+    /// The internet's reachability, shared (`nil` only if the network cannot be watched at all).
+    public static let `default` = NetworkReachabilityManager()
+
+    /// What this manager watches.
+    public let target: ReachabilityTarget
+    /// Where its answers come from.
+    public let mode: ReachabilityMode
+    let key: TargetKey
+
+    private struct Listening {
+        let id: Int
+        let queue: DispatchQueue
+        let listener: Listener
+        var latest: ReachabilityState?
+        var previousStatus: NetworkReachabilityStatus?
+    }
+
+    private let listening = Mutex<Listening?>(nil)
+    private let error = Mutex<ReachabilityError?>(nil)
+
+    /// Watches `target`. `mode` `nil` uses the daemon when it is on the system
+    /// bus, else the in-process engine; `.daemon` fails without a daemon.
+    /// Throws `.invalidTarget` for a bad host name or address (the same rules,
+    /// and the same messages, as the daemon's).
+    public init(target: ReachabilityTarget = .internet, mode: ReachabilityMode? = nil) throws(ReachabilityError) {
+        self.target = target
+        key = try target.key()
+        self.mode = try Runtime.shared.sync { runtime, done in done(runtime.resolveMode(mode)) }.get()
+    }
+
+    /// The internet's reachability; `nil` if the network cannot be watched at all.
+    public convenience init?() {
+        try? self.init(target: .internet)
+    }
+
+    /// The reachability of `host` (a name or an address literal); `nil` if it is not valid.
+    public convenience init?(host: String) {
+        try? self.init(target: ReachabilityTarget(host))
+    }
+
+    deinit { stopListening() }
+
+    // MARK: The current answer
+
+    /// The full current state: the latest one while listening, else a fresh
+    /// answer (which, for a host name not watched by anyone, waits for its lookup).
+    public var state: ReachabilityState {
+        if let latest = listening.withLock({ $0?.latest }) { return latest }
+        let key = self.key
+        let mode = self.mode
+        let result = Runtime.shared.sync { runtime, done in runtime.query(key, mode: mode) { done($0) } }
+        switch result {
+        case .success(let state): return state
+        case .failure(let failure):
+            error.withLock { $0 = failure }
+            return .unknown
+        }
+    }
+
+    /// One fresh answer, without watching.
+    public func query() async throws(ReachabilityError) -> ReachabilityState {
+        let key = self.key
+        let mode = self.mode
+        return try await Runtime.shared.async { runtime, done in runtime.query(key, mode: mode) { done($0) } }.get()
+    }
+
+    /// The flags; `nil` while nothing is known.
+    open var flags: ReachabilityFlags? { state.flags }
+
+    /// The status (Alamofire's).
+    open var status: NetworkReachabilityStatus { NetworkReachabilityStatus(state.status) }
+
+    public var isReachable: Bool { isReachableOnCellular || isReachableOnEthernetOrWiFi }
+    public var isReachableOnCellular: Bool { status == .reachable(.cellular) }
+    public var isReachableOnEthernetOrWiFi: Bool { status == .reachable(.ethernetOrWiFi) }
+
+    /// Why the last watch or answer failed (the daemon's `TooManyTargets`, say).
+    public var lastError: ReachabilityError? { error.withLock { $0 } }
+
+    // MARK: Listening
+
+    /// Calls `listener` on `queue` with the current status, then with each
+    /// change of status, until `stopListening()`. Returns `false` when the
+    /// target cannot be watched; `lastError` says why.
+    @discardableResult
+    open func startListening(
+        onQueue queue: DispatchQueue = .main, onUpdatePerforming listener: @escaping Listener
+    ) -> Bool {
+        stopListening()
+        let id = Runtime.shared.newID()
+        listening.withLock { $0 = Listening(id: id, queue: queue, listener: listener) }
+        let subscriber = Subscriber(
+            receive: { [weak self] state in self?.received(state, id: id) },
+            fail: { [weak self] failure in self?.error.withLock { $0 = failure } })
+        let (key, mode) = (self.key, self.mode)
+        let failure: ReachabilityError? = Runtime.shared.sync { runtime, done in
+            runtime.subscribe(id, key: key, mode: mode, subscriber, established: done)
+        }
+        guard let failure else { return true }
+        error.withLock { $0 = failure }
+        stopListening()
+        return false
+    }
+
+    /// Stops the listener; the daemon's target is released once nobody in this process watches it.
+    open func stopListening() {
+        guard let id = listening.withLock({ state -> Int? in
+            defer { state = nil }
+            return state?.id
+        }) else { return }
+        Runtime.shared.loop.perform { Runtime.shared.unsubscribe(id) }
+    }
+
+    private func received(_ state: ReachabilityState, id: Int) {
+        listening.withLock { listening in
+            guard listening?.id == id else { return }
+            listening!.latest = state
+            let status = NetworkReachabilityStatus(state.status)
+            guard listening!.previousStatus != status else { return }
+            listening!.previousStatus = status
+            let listener = listening!.listener
+            listening!.queue.async { listener(status) }
+        }
+    }
+
+    // MARK: Async
+
+    /// The current state, then every change of it (flags, interface,
+    /// connectivity, addresses…), for as long as it is iterated.
+    public var updates: ReachabilityUpdates { ReachabilityUpdates(key: key, mode: mode) }
+
+    /// Every target the daemon watches (for every client), with its state.
+    public static func daemonTargets() async throws(ReachabilityError) -> [ReachabilitySnapshot] {
+        try await Runtime.shared.async { runtime, done in runtime.daemonTargets { done($0) } }.get()
+    }
+}
+
+/// A watched target and its state, as the daemon lists them.
+public struct ReachabilitySnapshot: Sendable, Hashable {
+    public let target: ReachabilityTarget
+    public let state: ReachabilityState
+}
+
+/// The states of one target: the current one, then each change. Iterating
+/// watches the target; ending the iteration (or its task) stops watching.
+public struct ReachabilityUpdates: AsyncSequence, Sendable {
+    public typealias Element = ReachabilityState
+    public typealias Failure = ReachabilityError
+
+    let key: TargetKey
+    let mode: ReachabilityMode
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var base: AsyncThrowingStream<ReachabilityState, any Error>.AsyncIterator
+
+        public mutating func next() async throws(ReachabilityError) -> ReachabilityState? {
+            do {
+                return try await base.next()
+            } catch let error as ReachabilityError {
+                throw error
+            } catch {
+                throw .failed("\(error)")
+            }
+        }
+
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws(ReachabilityError)
+            -> ReachabilityState?
+        {
+            do {
+                return try await base.next(isolation: actor)
+            } catch let error as ReachabilityError {
+                throw error
+            } catch {
+                throw .failed("\(error)")
+            }
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        let (key, mode) = (self.key, self.mode)
+        let stream = AsyncThrowingStream<ReachabilityState, any Error>(bufferingPolicy: .unbounded) { continuation in
+            let id = Runtime.shared.newID()
+            let subscriber = Subscriber(
+                receive: { continuation.yield($0) }, fail: { continuation.finish(throwing: $0) })
+            Runtime.shared.loop.perform {
+                Runtime.shared.subscribe(id, key: key, mode: mode, subscriber) { failure in
+                    if let failure { continuation.finish(throwing: failure) }
+                }
+            }
+            continuation.onTermination = { _ in Runtime.shared.loop.perform { Runtime.shared.unsubscribe(id) } }
+        }
+        return AsyncIterator(base: stream.makeAsyncIterator())
+    }
+}

@@ -1,0 +1,20 @@
+/// The service's names on the bus, each written once; the daemon exports them
+/// and the client library calls them.
+public enum ServiceNames {
+    public static let busName = "io.github.reachabilityd.Reachability1"
+    public static let rootPath = "/io/github/reachabilityd/Reachability1"
+    public static let managerInterface = "io.github.reachabilityd.Reachability1.Manager"
+    public static let targetInterface = "io.github.reachabilityd.Reachability1.Target"
+    public static let version = "0.1.0"
+
+    /// The service's own D-Bus error names.
+    public enum Error {
+        static let prefix = "io.github.reachabilityd.Reachability1.Error."
+        /// The input is not a valid host name or address.
+        public static let invalidTarget = prefix + "InvalidTarget"
+        /// A per-client or global limit on watched targets is reached.
+        public static let tooManyTargets = prefix + "TooManyTargets"
+        /// The caller does not hold that target.
+        public static let unknownTarget = prefix + "UnknownTarget"
+    }
+}
