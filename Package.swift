@@ -5,6 +5,14 @@ let package = Package(
     name: "reachabilityd",
     products: [
         .executable(name: "reachabilityd", targets: ["reachabilityd"]),
+        .executable(name: "reachctl", targets: ["reachctl"]),
+        // Alamofire-shaped reachability for Swift programs: the daemon when it
+        // runs, the same engine in-process when it does not.
+        .library(name: "Reachability", targets: ["Reachability"]),
+    ],
+    dependencies: [
+        // reachctl's command line only; the daemon and the library do not link it.
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
     ],
     targets: [
         // C libraries, imported through module maps; the shim headers hold the
@@ -38,10 +46,18 @@ let package = Package(
         .executableTarget(
             name: "reachabilityd",
             dependencies: ["ReachabilityService", "ReachabilityBus"]),
+        // The client library and the command-line client built on it.
+        .target(
+            name: "Reachability",
+            dependencies: ["ReachabilityCore", "ReachabilityBus", "ReachabilityPlatform"]),
+        .executableTarget(
+            name: "reachctl",
+            dependencies: ["Reachability", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         .testTarget(name: "ReachabilityCoreTests", dependencies: ["ReachabilityCore"]),
         .testTarget(name: "ReachabilityBusTests", dependencies: ["ReachabilityBus", "CDBus"]),
         .testTarget(name: "ReachabilityServiceTests", dependencies: ["ReachabilityService", "ReachabilityBus"]),
+        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability"]),
     ],
     swiftLanguageModes: [.v6]
 )
