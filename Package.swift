@@ -53,11 +53,13 @@ let package = Package(
         .executableTarget(
             name: "reachctl",
             dependencies: ["Reachability", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        // An application on the library (also driven by the integration tests).
+        .executableTarget(name: "reachability-example", dependencies: ["Reachability"]),
 
         .testTarget(name: "ReachabilityCoreTests", dependencies: ["ReachabilityCore"]),
         .testTarget(name: "ReachabilityBusTests", dependencies: ["ReachabilityBus", "CDBus"]),
         .testTarget(name: "ReachabilityServiceTests", dependencies: ["ReachabilityService", "ReachabilityBus"]),
-        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability"]),
+        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityBus"]),
     ],
     swiftLanguageModes: [.v6]
 )

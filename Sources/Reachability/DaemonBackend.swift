@@ -119,6 +119,7 @@ final class DaemonBackend: FeedBackend {
         }
         let member = input.kind == .host ? "WatchHost" : "WatchAddress"
         call(Self.root, ServiceNames.managerInterface, member, [.string(input.name)]) { [weak self] result in
+            Log.debug("\(member) \(input.name): \(result)")
             guard let self else { return }
             switch result {
             case .success(let values):

@@ -1,4 +1,5 @@
 import Dispatch
+import Glibc
 import ReachabilityBus
 import ReachabilityCore
 import ReachabilityPlatform
@@ -88,8 +89,10 @@ final class Runtime: @unchecked Sendable {
     private var feedOfSubscriber: [Int: (ReachabilityMode, TargetKey)] = [:]
 
     private init() {
-        // A library keeps quiet on the host program's standard error.
-        Log.program = nil
+        // A library keeps quiet on the host program's standard error, unless asked.
+        let debug = getenv("REACHABILITY_DEBUG").map { String(cString: $0) } ?? ""
+        Log.program = debug.isEmpty || debug == "0" ? nil : "reachability"
+        Log.verbose = Log.program != nil
         loop = LoopThread()
     }
 

@@ -142,7 +142,8 @@ struct Watch: AsyncParsableCommand {
                     }
                 }
             }
-            try await group.waitForAll()
+            // The first failure ends the command (waitForAll would wait for the other watches).
+            while try await group.next() != nil {}
         }
     }
 }

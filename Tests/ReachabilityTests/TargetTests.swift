@@ -1,5 +1,6 @@
 import Testing
 @testable import Reachability
+import ReachabilityBus
 
 @Suite("Library targets and errors, without a bus")
 struct TargetTests {
@@ -24,7 +25,10 @@ struct TargetTests {
             _ = try ReachabilityTarget.address("1.2.3").key()
             Issue.record("1.2.3 was accepted")
         } catch {
-            guard case .invalidTarget(let message) = error else { return Issue.record("wrong error \(error)") }
+            guard case .invalidTarget(let message) = error else {
+                Issue.record("wrong error \(error)")
+                return
+            }
             #expect(message.contains("not an IPv4 or IPv6 address literal"))
         }
     }
@@ -36,5 +40,19 @@ struct TargetTests {
         #expect(S(.notReachable) == .notReachable)
         #expect(S(.reachableViaWWAN) == .reachable(.cellular))
         #expect(S(.reachableViaWiFi) == .reachable(.ethernetOrWiFi))
+    }
+}
+
+@Suite("The daemon's D-Bus errors as typed errors")
+struct ErrorMappingTests {
+    @Test("each service error name maps to its case, the message kept")
+    func mapping() {
+        let prefix = "io.github.reachabilityd.Reachability1.Error."
+        #expect(ReachabilityError(BusError(name: prefix + "TooManyTargets", message: "m")) == .tooManyTargets("m"))
+        #expect(ReachabilityError(BusError(name: prefix + "InvalidTarget", message: "m")) == .invalidTarget("m"))
+        #expect(ReachabilityError(.limitsExceeded("m")) == .limitsExceeded("m"))
+        #expect(ReachabilityError(BusError(name: "org.freedesktop.DBus.Error.ServiceUnknown", message: "m"))
+                == .serviceUnavailable("io.github.reachabilityd.Reachability1: m"))
+        #expect(ReachabilityError(.failed("m")) == .failed("org.freedesktop.DBus.Error.Failed: m"))
     }
 }

@@ -1,0 +1,289 @@
+"""reachctl and the Reachability library, run as programs against the daemon
+in the real-NetworkManager lab, and in-process (with NetworkManager through
+libnm, and with no bus at all).
+
+The clients run where the daemon runs (NetworkManager's namespaces) with the
+lab's bus as their system bus. ``reachability-example`` is an application on
+the library: it prints every listener call and takes commands on stdin.
+"""
+
+import json
+import os
+import signal
+import subprocess
+
+import pytest
+
+import harness
+from harness import IS_DIRECT, REACHABLE, ROOT_PATH, SOMEHOST, CHANGE_TIMEOUT, STOP_TIMEOUT
+from test_targets import ROUTED, path_of, records, restart_dnsmasq, start_daemon
+
+BIN = harness.daemon_binary().parent
+MISSING = "nosuch.test"
+TARGETS = [SOMEHOST[0], ROUTED[0], SOMEHOST[1], "127.0.0.1", MISSING]
+
+
+def client_env(lab):
+    env = dict(os.environ)
+    env.pop("DBUS_SESSION_BUS_ADDRESS", None)
+    env["DBUS_SYSTEM_BUS_ADDRESS"] = lab.bus.address
+    return env
+
+
+def in_lab(lab, argv):
+    return [harness.need_tool("nsenter"), "-t", str(lab.anchor.pid), "-n", "-m", "-u", "--", *map(str, argv)]
+
+
+def reachctl(lab, *args, env=None):
+    """reachctl run to completion where the daemon runs (or, without a lab, here)."""
+    argv = [BIN / "reachctl", *args]
+    result = subprocess.run(in_lab(lab, argv) if lab else argv, capture_output=True, text=True,
+                            timeout=harness.START_TIMEOUT, env=env or (client_env(lab) if lab else None))
+    return result
+
+
+def json_lines(text):
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+class Client:
+    """A long-running client program with piped stdin/stdout; stopped by PID."""
+
+    def __init__(self, lab, argv, name):
+        self.log = lab.directory / f"{name}.log"
+        self.lines = []
+        with open(self.log, "ab") as log:
+            self.popen = subprocess.Popen(in_lab(lab, argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=log, env=client_env(lab), start_new_session=True)
+
+    def next_line(self, what, timeout=CHANGE_TIMEOUT):
+        line = harness.read_line(self.popen.stdout, timeout)
+        if line is None:
+            raise harness.WaitTimeout(f"{what}: no line within {timeout} s; lines so far: {self.lines}\n"
+                                      f"client log:\n{harness.tail(self.log, 40)}")
+        self.lines.append(line.rstrip("\n"))
+        return self.lines[-1]
+
+    def send(self, command):
+        self.popen.stdin.write(f"{command}\n".encode())
+        self.popen.stdin.flush()
+
+    def stop(self, signum=signal.SIGTERM):
+        """Stop it; returns the rest of its output."""
+        if self.popen.poll() is None:
+            os.kill(self.popen.pid, signum)
+        try:
+            rest, _ = self.popen.communicate(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.kill(self.popen.pid, signal.SIGKILL)
+            rest, _ = self.popen.communicate()
+        return rest.decode(errors="replace").splitlines()
+
+
+@pytest.fixture
+def clients():
+    started = []
+    yield lambda *args: started.append(Client(*args)) or started[-1]
+    for client in started:
+        client.stop(signal.SIGKILL)
+
+
+def host_objects(lab):
+    objects = lab.client.call(harness.SERVICE, ROOT_PATH, harness.OBJECT_MANAGER_IFACE, "GetManagedObjects")[0]
+    return sorted(objects)
+
+
+# -- reachctl ------------------------------------------------------------------------------------------------
+
+
+def test_reachctl_answers_from_the_daemon_and_in_process_alike(nm_lab):
+    lab = start_daemon(nm_lab)
+    daemon = reachctl(lab, "query", "--json", *TARGETS)
+    assert daemon.returncode == 1, f"{MISSING} is not reachable: exit 1\n{daemon.stderr}"
+    assert "in this process" not in daemon.stderr
+    answers = json_lines(daemon.stdout)
+    assert [a["target"] for a in answers] == TARGETS
+    by_target = {a["target"]: a for a in answers}
+    assert all(a["mode"] == "daemon" for a in answers)
+    assert by_target[SOMEHOST[0]]["flags"] == REACHABLE | IS_DIRECT
+    assert by_target[SOMEHOST[0]]["flag_names"] == ["Reachable", "Directly Reachable Address"]
+    assert sorted(by_target[SOMEHOST[0]]["addresses"]) == sorted(SOMEHOST[1:])
+    assert by_target[SOMEHOST[0]]["kind"] == "host" and by_target[SOMEHOST[1]]["kind"] == "address"
+    assert by_target[ROUTED[0]]["flags"] == REACHABLE and by_target[ROUTED[0]]["interface"] == harness.NM_IFNAME
+    assert by_target[MISSING]["flags"] == 0 and by_target[MISSING]["status"] == 0
+    assert by_target[MISSING]["error"], "a failed lookup says why"
+    assert set(answers[0]) == {"target", "kind", "mode", "flags", "flag_names", "status", "reachable", "interface",
+                               "interface_type", "connectivity", "metered", "vpn", "reachable_ipv4",
+                               "reachable_ipv6", "addresses", "error"}
+
+    local = reachctl(lab, "query", "--json", "--no-daemon", *TARGETS)
+    assert local.returncode == 1, local.stderr
+    assert "--no-daemon; evaluating in this process" in local.stderr
+    in_process = json_lines(local.stdout)
+    assert all(a.pop("mode") == "in-process" for a in in_process)
+    for answer in answers:
+        answer.pop("mode")
+        if answer["target"] == MISSING:
+            # The resolver's wording is GLib's in both; only the presence matters.
+            assert in_process[TARGETS.index(MISSING)].pop("error") and answer.pop("error")
+    assert in_process == answers
+
+    reachable = reachctl(lab, "query", SOMEHOST[0], "127.0.0.1")
+    assert reachable.returncode == 0, reachable.stderr
+    assert reachable.stdout.startswith(f"{SOMEHOST[0]}\n  Reachability:  Reachable,Directly Reachable Address")
+    internet = reachctl(lab)
+    assert internet.returncode == 0 and internet.stdout.startswith("internet\n  Reachability:  Reachable")
+    assert f"Interface:     {harness.NM_IFNAME} (ethernet)" in internet.stdout
+    assert "Connectivity:  full" in internet.stdout
+
+
+def test_reachctl_without_any_bus_evaluates_in_process():
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS="unix:path=/nonexistent/reachctl-test-bus")
+    result = reachctl(None, "query", "--json", "127.0.0.1", "::1", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "no reachabilityd on the system bus; evaluating in this process" in result.stderr
+    answers = json_lines(result.stdout)
+    assert [(a["target"], a["mode"], a["flag_names"]) for a in answers] == [
+        (t, "in-process", ["Reachable", "Local Address", "Directly Reachable Address"]) for t in ("127.0.0.1", "::1")]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["query", "bad_host!"], 'contains "!"'),
+    (["query", "fe80::1%nosuch"], "no interface"),
+    (["watch", "-"], "label"),
+    (["--bogus"], "Unknown option"),
+    (["list", "--no-daemon"], "cannot run with --no-daemon"),
+])
+def test_reachctl_usage_and_bad_input_exit_2(args, message):
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS="unix:path=/nonexistent/reachctl-test-bus")
+    result = reachctl(None, *args, env=env)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert message in result.stderr and result.stderr.startswith("reachctl: ")
+
+
+def test_reachctl_help_documents_exit_status():
+    result = reachctl(None, "--help")
+    assert result.returncode == 0
+    assert "EXIT STATUS" in result.stdout and "2  usage error" in result.stdout
+
+
+def test_reachctl_list_and_too_many_targets(nm_lab):
+    lab = start_daemon(nm_lab, harness_args("--max-targets-per-client", "1"))
+    result = reachctl(lab, "watch", SOMEHOST[0], ROUTED[0])
+    assert result.returncode == 2, result
+    assert "the per-client limit is 1" in result.stderr, result.stderr
+
+    # `list` shows what other clients watch.
+    holder = lab.bus.client()
+    try:
+        holder.call(harness.SERVICE, ROOT_PATH, harness.MANAGER_IFACE, "WatchHost", "s", (SOMEHOST[0],))
+        listed = reachctl(lab, "list", "--json")
+        assert listed.returncode == 0, listed.stderr
+        assert [(a["target"], a["kind"], a["flags"]) for a in json_lines(listed.stdout)] == [
+            (SOMEHOST[0], "host", REACHABLE | IS_DIRECT)]
+    finally:
+        holder.close()
+
+
+def harness_args(*extra):
+    return ["--system", "--verbose", *extra]
+
+
+def start_kernel_daemon(lab):
+    """The daemon with ``--backend kernel`` (a carrier flap is exactly two StatusChanged there)."""
+    restart_dnsmasq(lab, records())
+    recorder = lab.recorder()
+    try:
+        lab.daemon(args=harness_args("--backend", "kernel"))
+        recorder.sync(interfaces=(harness.MANAGER_IFACE,))
+        recorder.wait_props({"Backend": "kernel"}, "Backend kernel", interface=harness.MANAGER_IFACE)
+    finally:
+        recorder.close()
+    return lab
+
+
+def test_reachctl_watch_sees_a_flap_as_two_lines(nm_lab, clients):
+    lab = start_kernel_daemon(nm_lab)
+    recorder = lab.recorder()
+    try:
+        recorder.sync()
+        watcher = clients(lab, [BIN / "reachctl", "watch"], "reachctl-watch")
+        first = watcher.next_line("the current state")
+        assert first.endswith(f"internet: Reachable status=2 interface={harness.NM_IFNAME} type=ethernet"), first
+        lab.set_carrier(False)
+        assert "internet: Not Reachable status=0" in watcher.next_line("the carrier loss")
+        lab.set_carrier(True)
+        assert "internet: Reachable status=2" in watcher.next_line("the carrier's return")
+        recorder.wait_status(2, REACHABLE, "the daemon's answer after the flap")
+        recorder.barrier()
+        rest = watcher.stop(signal.SIGINT)
+        assert rest == [], f"exactly two lines after the first; also got {rest}"
+        assert recorder.status_changes() == [(0, 0), (2, REACHABLE)]
+    finally:
+        recorder.close()
+
+
+# -- the library -------------------------------------------------------------------------------------------
+
+
+def test_library_listener_release_and_daemon_return(nm_lab, clients):
+    lab = start_kernel_daemon(nm_lab)
+    host_path = path_of("host", SOMEHOST[0])
+    recorder = lab.recorder()
+    try:
+        recorder.sync()
+        app = clients(lab, [BIN / "reachability-example", "--daemon", SOMEHOST[0]], "example")
+        assert app.next_line("the mode") == "mode daemon"
+        assert app.next_line("the current status") == "status reachable-ethernetOrWiFi flags 20002"
+        assert host_path in host_objects(lab)
+
+        lab.set_carrier(False)
+        assert app.next_line("the carrier loss") == "status notReachable flags 0"
+        lab.set_carrier(True)
+        assert app.next_line("the carrier's return") == "status reachable-ethernetOrWiFi flags 20002"
+
+        app.send("stop")
+        assert app.next_line("stopListening") == "stopped"
+        harness.wait_until(lambda: host_path not in host_objects(lab), CHANGE_TIMEOUT,
+                           "the host target released after stopListening", lambda: str(host_objects(lab)))
+        app.send("start")
+        assert app.next_line("the status after startListening again") == \
+            "status reachable-ethernetOrWiFi flags 20002"
+
+        # The daemon leaves: unknown; it comes back: the target is watched again and updates resume.
+        daemon = lab.daemons[-1]
+        daemon.stop()
+        assert app.next_line("the daemon gone") == "status unknown flags -"
+        lab.daemon(args=harness_args("--backend", "kernel"))
+        assert app.next_line("the daemon back") == "status reachable-ethernetOrWiFi flags 20002"
+        harness.wait_until(lambda: host_path in host_objects(lab), CHANGE_TIMEOUT, "the host watched again",
+                           lambda: str(host_objects(lab)))
+
+        # The process exits without Release: the daemon lets go of what it held.
+        assert app.stop(signal.SIGKILL) == []
+        harness.wait_until(lambda: host_objects(lab) == [], CHANGE_TIMEOUT, "no target after the client exit",
+                           lambda: str(host_objects(lab)))
+        assert app.lines.count("stopped") == 1
+    finally:
+        recorder.close()
+
+
+def test_library_in_process_gives_the_daemons_answers(nm_lab, clients):
+    lab = start_daemon(nm_lab)
+    for target in (SOMEHOST[0], ROUTED[0], "127.0.0.1", MISSING, None):
+        answers = []
+        for mode in ("--daemon", "--no-daemon"):
+            app = clients(lab, [BIN / "reachability-example", mode] + ([target] if target else []),
+                          f"example-{mode}")
+            app.next_line("the mode")
+            answers.append(app.next_line(f"the first status of {target or 'the internet'} ({mode})"))
+            app.send("exit")
+        assert answers[0] == answers[1], f"{target}: daemon {answers[0]!r}, in-process {answers[1]!r}"
+
+
+def test_library_rejects_bad_input_with_a_typed_error(nm_lab):
+    lab = start_daemon(nm_lab)
+    result = subprocess.run(in_lab(lab, [BIN / "reachability-example", "bad_host!"]), capture_output=True,
+                            text=True, env=client_env(lab), timeout=harness.START_TIMEOUT)
+    assert result.returncode == 2
+    assert 'invalid target: host name "bad_host!": label 1' in result.stderr, result.stderr
