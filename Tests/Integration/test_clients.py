@@ -287,3 +287,20 @@ def test_library_rejects_bad_input_with_a_typed_error(nm_lab):
                             text=True, env=client_env(lab), timeout=harness.START_TIMEOUT)
     assert result.returncode == 2
     assert 'invalid target: host name "bad_host!": label 1' in result.stderr, result.stderr
+
+
+# -- generated documentation -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_committed_completions_match_the_parser(shell):
+    generated = reachctl(None, "--generate-completion-script", shell)
+    committed = (harness.REPO / "docs" / "completions" / f"reachctl.{shell}").read_text()
+    assert generated.returncode == 0 and generated.stdout == committed, \
+        "docs/completions is stale: run docs/generate.sh"
+
+
+def test_man_page_covers_every_command_and_option():
+    page = (harness.REPO / "docs" / "man" / "reachctl.1").read_text()
+    for word in ("status", "query", "watch", "list", "Fl -json", "Fl -no-daemon", "EXIT STATUS"):
+        assert word in page, f"{word} missing: run docs/generate.sh"

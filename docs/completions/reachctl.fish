@@ -1,0 +1,111 @@
+function __reachctl_should_offer_completions_for_flags_or_options -a expected_commands
+    set -l non_repeating_flags_or_options $argv[2..]
+    set -l non_repeating_flags_or_options_absent 0
+    set -l positional_index 0
+    set -l commands
+    __reachctl_parse_tokens
+    test "$commands" = "$expected_commands"; and return $non_repeating_flags_or_options_absent
+end
+
+function __reachctl_should_offer_completions_for_positional -a expected_commands positional_index_comparison expected_positional_index
+    set -l non_repeating_flags_or_options
+    set -l non_repeating_flags_or_options_absent 0
+    set -l positional_index 0
+    set -l commands
+    __reachctl_parse_tokens
+    test "$commands" = "$expected_commands" -a \( "$positional_index" "$positional_index_comparison" "$expected_positional_index" \)
+end
+
+function __reachctl_parse_tokens -S
+    set -l unparsed_tokens (__reachctl_tokens -pc)
+    switch $unparsed_tokens[1]
+    case 'reachctl'
+        __reachctl_parse_subcommand 0 'version' 'h/help'
+        switch $unparsed_tokens[1]
+        case 'status'
+            __reachctl_parse_subcommand 0 'json' 'no-daemon' 'version' 'h/help'
+        case 'query'
+            __reachctl_parse_subcommand -r 1 'json' 'no-daemon' 'version' 'h/help'
+        case 'watch'
+            __reachctl_parse_subcommand -r 1 'json' 'no-daemon' 'version' 'h/help'
+        case 'list'
+            __reachctl_parse_subcommand 0 'json' 'no-daemon' 'version' 'h/help'
+        case 'help'
+            __reachctl_parse_subcommand -r 1 'version'
+        end
+    end
+end
+
+function __reachctl_tokens
+    if test (string split -m 1 -f 1 -- . "$FISH_VERSION") -gt 3
+        commandline --tokens-raw $argv
+    else
+        commandline -o $argv
+    end
+end
+
+function __reachctl_parse_subcommand -S -a positional_count
+    argparse -s r -- $argv
+    set -l option_specs $argv[2..]
+    set -l is_repeating_positional $_flag_r
+    set -el _flag_r
+    set -a commands $unparsed_tokens[1]
+    set positional_index 0
+    while true
+        set -e unparsed_tokens[1]
+        argparse -sn "$commands" $option_specs -- $unparsed_tokens 2> /dev/null
+        set unparsed_tokens $argv
+        set positional_index (math $positional_index + 1)
+        for non_repeating_flag_or_option in $non_repeating_flags_or_options
+            if set -ql "_flag_$(string replace -a - _ -- $non_repeating_flag_or_option)"
+                set non_repeating_flags_or_options_absent 1
+                break
+            end
+        end
+        test (count $unparsed_tokens) -eq 0 -o \( -z "$is_repeating_positional" -a "$positional_index" -gt "$positional_count" \) && break
+    end
+end
+
+function __reachctl_complete_directories
+    set -l token (commandline -t)
+    string match -- '*/' $token
+    set -l subdirs $token*/
+    printf %s\n $subdirs
+end
+
+function __reachctl_custom_completion
+    set -x SAP_SHELL fish
+    set -x SAP_SHELL_VERSION $FISH_VERSION
+    set -l tokens (__reachctl_tokens -p)
+    if test -z "$(__reachctl_tokens -t)"
+        set -l index (count (__reachctl_tokens -pc))
+        set tokens $tokens[..$index] \'\' $tokens[(math $index + 1)..]
+    end
+    command $tokens[1] $argv $tokens
+end
+
+complete -c 'reachctl' -f
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl" version' -l 'version' -d 'Show the version.'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_positional "reachctl" -eq 1' -fa 'status' -d 'Show the internet\'s reachability (the default command).'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_positional "reachctl" -eq 1' -fa 'query' -d 'Show the reachability of each TARGET once.'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_positional "reachctl" -eq 1' -fa 'watch' -d 'Show each TARGET\'s reachability, then a line for every change, until interrupted.'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_positional "reachctl" -eq 1' -fa 'list' -d 'Show every target reachabilityd watches (for any client), with its state.'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_positional "reachctl" -eq 1' -fa 'help' -d 'Show subcommand help information.'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl status" json' -l 'json' -d 'Print JSON: one object per target (per change for watch), one per line.'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl status" no-daemon' -l 'no-daemon' -d 'Do not ask reachabilityd; run the engine in this process.'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl status" version' -l 'version' -d 'Show the version.'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl status" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl query" json' -l 'json' -d 'Print JSON: one object per target (per change for watch), one per line.'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl query" no-daemon' -l 'no-daemon' -d 'Do not ask reachabilityd; run the engine in this process.'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl query" version' -l 'version' -d 'Show the version.'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl query" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl watch" json' -l 'json' -d 'Print JSON: one object per target (per change for watch), one per line.'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl watch" no-daemon' -l 'no-daemon' -d 'Do not ask reachabilityd; run the engine in this process.'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl watch" version' -l 'version' -d 'Show the version.'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl watch" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl list" json' -l 'json' -d 'Print JSON: one object per target (per change for watch), one per line.'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl list" no-daemon' -l 'no-daemon' -d 'Do not ask reachabilityd; run the engine in this process.'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl list" version' -l 'version' -d 'Show the version.'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl list" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl help" version' -l 'version' -d 'Show the version.'

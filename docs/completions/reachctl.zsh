@@ -1,0 +1,142 @@
+#compdef reachctl
+
+__reachctl_complete() {
+    local -ar non_empty_completions=("${@:#(|:*)}")
+    local -ar empty_completions=("${(M)@:#(|:*)}")
+    _describe -V '' non_empty_completions -- empty_completions -P $'\'\''
+}
+
+__reachctl_custom_complete() {
+    local -a completions
+    completions=("${(@f)"$("${command_name}" "${@}" "${command_line[@]}")"}")
+    if [[ "${#completions[@]}" -gt 1 ]]; then
+        __reachctl_complete "${completions[@]:0:-1}"
+    fi
+}
+
+__reachctl_cursor_index_in_current_word() {
+    if [[ -z "${QIPREFIX}${IPREFIX}${PREFIX}" ]]; then
+        printf 0
+    else
+        printf %s "${#${(z)LBUFFER}[-1]}"
+    fi
+}
+
+_reachctl() {
+    emulate -RL zsh -G
+    setopt extendedglob nullglob numericglobsort
+    unsetopt aliases banghist
+
+    local -xr SAP_SHELL=zsh
+    local -x SAP_SHELL_VERSION
+    SAP_SHELL_VERSION="$(builtin emulate zsh -c 'printf %s "${ZSH_VERSION}"')"
+    local -r SAP_SHELL_VERSION
+
+    local context state state_descr line
+    local -A opt_args
+
+    local -r command_name="${words[1]}"
+    local -ar command_line=("${words[@]}")
+    local -ir current_word_index="$((CURRENT - 1))"
+
+    local -i ret=1
+    local -ar arg_specs=(
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+        '(-): :->command'
+        '(-)*:: :->arg'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+    case "${state}" in
+    command)
+        local -ar subcommands=(
+            'status:Show the internet'\''s reachability (the default command).'
+            'query:Show the reachability of each TARGET once.'
+            'watch:Show each TARGET'\''s reachability, then a line for every change, until interrupted.'
+            'list:Show every target reachabilityd watches (for any client), with its state.'
+            'help:Show subcommand help information.'
+        )
+        _describe -V subcommand subcommands && ret=0
+        ;;
+    arg)
+        case "${words[1]}" in
+        status|query|watch|list|help)
+            "_reachctl_${words[1]}" && ret=0
+            ;;
+        esac
+        ;;
+    esac
+
+    return "${ret}"
+}
+
+_reachctl_status() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--json[Print JSON\: one object per target (per change for watch), one per line.]'
+        '--no-daemon[Do not ask reachabilityd; run the engine in this process.]'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_reachctl_query() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--json[Print JSON\: one object per target (per change for watch), one per line.]'
+        '--no-daemon[Do not ask reachabilityd; run the engine in this process.]'
+        '*:targets:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_reachctl_watch() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--json[Print JSON\: one object per target (per change for watch), one per line.]'
+        '--no-daemon[Do not ask reachabilityd; run the engine in this process.]'
+        '*:targets:'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_reachctl_list() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--json[Print JSON\: one object per target (per change for watch), one per line.]'
+        '--no-daemon[Do not ask reachabilityd; run the engine in this process.]'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_reachctl_help() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '*:subcommands:'
+        '--version[Show the version.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+if [[ "${funcstack[1]}" = _reachctl ]]; then
+    _reachctl "${@}"
+else
+    compdef _reachctl reachctl
+fi
