@@ -37,6 +37,11 @@ final class DaemonBackend: FeedBackend {
         ownerWatch = connection.followOwner(of: ServiceNames.busName) { [unowned self] owner in
             self.ownerChanged(owner)
         }
+        connection.onDisconnected = { [unowned self] in
+            // The system bus itself went away: nothing can be known through it any more.
+            Log.error("disconnected from the system bus")
+            self.ownerChanged("")
+        }
     }
 
     /// Whether the daemon runs, or the bus can start it. Blocking bus calls (start-up only).
