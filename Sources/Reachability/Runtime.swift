@@ -140,30 +140,28 @@ final class Runtime: @unchecked Sendable {
         return .success(.inProcess)
     }
 
-    private func daemonBackend() -> Result<DaemonBackend, ReachabilityError> {
-        if let daemon { return .success(daemon) }
+    /// The backend in `slot`, made on first use (a failure is not kept: the next use tries again).
+    private static func made<B>(_ slot: inout B?, _ make: () throws(ReachabilityError) -> B)
+        -> Result<B, ReachabilityError>
+    {
+        if let slot { return .success(slot) }
         do {
-            let backend = try DaemonBackend()
-            daemon = backend
+            let backend = try make()
+            slot = backend
             return .success(backend)
         } catch {
             return .failure(error)
         }
     }
 
+    private func daemonBackend() -> Result<DaemonBackend, ReachabilityError> {
+        Self.made(&daemon) { () throws(ReachabilityError) in try DaemonBackend() }
+    }
+
     func backend(_ mode: ReachabilityMode) -> Result<FeedBackend, ReachabilityError> {
         switch mode {
-        case .daemon:
-            return daemonBackend().map { $0 }
-        case .inProcess:
-            if let inProcess { return .success(inProcess) }
-            do {
-                let backend = try InProcessBackend()
-                inProcess = backend
-                return .success(backend)
-            } catch {
-                return .failure(error)
-            }
+        case .daemon: daemonBackend().map { $0 }
+        case .inProcess: Self.made(&inProcess) { () throws(ReachabilityError) in try InProcessBackend() }.map { $0 }
         }
     }
 
