@@ -56,10 +56,17 @@ let package = Package(
         // An application on the library (also driven by the integration tests).
         .executableTarget(name: "reachability-example", dependencies: ["Reachability"]),
 
+        // Fuzzing: the checked properties (shared with the regression tests) and the
+        // libFuzzer entry; see README, "Testing and hardening".
+        .target(name: "FuzzChecks", dependencies: ["ReachabilityCore", "ReachabilityBus", "ReachabilityPlatform"]),
+        .systemLibrary(name: "CFuzzer"),
+        .executableTarget(name: "reachability-fuzz", dependencies: ["FuzzChecks", "CFuzzer"]),
+
         .testTarget(name: "ReachabilityCoreTests", dependencies: ["ReachabilityCore"]),
         .testTarget(name: "ReachabilityBusTests", dependencies: ["ReachabilityBus", "CDBus"]),
         .testTarget(name: "ReachabilityServiceTests", dependencies: ["ReachabilityService", "ReachabilityBus"]),
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityBus"]),
+        .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzChecks"]),
     ],
     swiftLanguageModes: [.v6]
 )
