@@ -23,12 +23,20 @@ public enum TargetInput: Hashable, Sendable {
         }
     }
 
+    /// Input the C libraries would read only up to a NUL (inet_pton, IDN conversion)
+    /// must not get there: "192.0.2.1\0x" is not 192.0.2.1. (D-Bus strings cannot
+    /// hold a NUL; the client library's can.)
+    private static func checkNoNUL(_ text: String, _ what: String) throws(InvalidTarget) {
+        if text.utf8.contains(0) { throw InvalidTarget(message: "\(what) \(quoted(text)) contains a NUL character") }
+    }
+
     /// Parses `text` as `WatchAddress` does: an IPv4 or IPv6 literal, IPv6 with an optional scope.
     public static func parseAddress(_ text: String) throws(InvalidTarget) -> TargetInput {
         guard text.utf8.count <= TargetName.maximumInputLength else {
             throw InvalidTarget(
                 message: "address is \(text.utf8.count) bytes long; at most \(TargetName.maximumInputLength) are accepted")
         }
+        try checkNoNUL(text, "address")
         do {
             return .address(try IPAddress(parsing: text))
         } catch .unknownScope(let scope) {
@@ -45,6 +53,7 @@ public enum TargetInput: Hashable, Sendable {
             throw InvalidTarget(
                 message: "host name is \(text.utf8.count) bytes long; at most \(TargetName.maximumInputLength) are accepted")
         }
+        try checkNoNUL(text, "host name")
         if TargetName.looksLikeAddressLiteral(text), let address = try? IPAddress(parsing: text) {
             return .address(address)
         }

@@ -72,3 +72,16 @@ struct TargetInputTests {
         #expect(TargetInput.quoted(String(repeating: "x", count: 100)).hasSuffix("…\""))
     }
 }
+
+@Suite("Input the C libraries would cut at a NUL")
+struct NULInputTests {
+    @Test("a NUL is rejected before inet_pton or IDN conversion could read only the part before it",
+          arguments: ["192.0.2.1\u{0}x", "2001:db8::1\u{0}", "bücher\u{0}.example", "example.com\u{0}", "\u{0}"])
+    func rejected(input: String) {
+        #expect {
+            _ = try TargetInput.parseHost(input)
+        } throws: { error in
+            (error as? InvalidTarget)?.message.contains("contains a NUL character") == true
+        }
+    }
+}
