@@ -9,6 +9,12 @@ Prints:
     flap (down edge: NM reaches 20; up edge: NM reaches 70). Negative means we
     announced the change first (we see the kernel's carrier event, NetworkManager
     waits for its carrier timeout). Also the StatusChanged count per flap.
+  * the same flaps, in the same run, seen by GLib's GNetworkMonitor with its
+    NetworkManager backend (GIO_USE_NETWORK_MONITOR=networkmanager), in a
+    PyGObject client in NetworkManager's namespaces: NM's StateChanged → the
+    first `network-changed` whose `available` matches the new state, and how
+    many `network-changed` it emits per edge. All times are CLOCK_MONOTONIC,
+    which every process on the machine shares.
   * start-up: exec → bus name owned.
   * idle: context switches (voluntary + involuntary, all threads) over --idle
     seconds with nothing changing, and RSS.
@@ -17,7 +23,9 @@ Prints:
 import argparse
 import os
 import statistics
+import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -26,6 +34,42 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Tests" / "Integrat
 import harness  # noqa: E402
 from measure import context_switches as switches, pct, rss_kb  # noqa: E402
 from harness import NM_IFACE, NM_NAME, NM_PATH, ROOT_PATH, SERVICE, TARGET_IFACE  # noqa: E402
+
+
+# GNetworkMonitor's side: one line per `network-changed`, stamped on CLOCK_MONOTONIC.
+GIO_MONITOR = r"""
+import sys, time
+from gi.repository import Gio, GLib
+monitor = Gio.NetworkMonitor.get_default()
+print("ready", type(monitor).__name__, monitor.get_network_available(), flush=True)
+monitor.connect("network-changed", lambda _m, available: print(time.monotonic(), available, flush=True))
+GLib.MainLoop().run()
+"""
+
+
+class GioMonitor:
+    """GNetworkMonitor (NetworkManager backend) where the daemon runs; its events as (time, "gio", available)."""
+
+    def __init__(self, lab, events):
+        env = dict(os.environ, GIO_USE_NETWORK_MONITOR="networkmanager", DBUS_SYSTEM_BUS_ADDRESS=lab.bus.address)
+        env.pop("DBUS_SESSION_BUS_ADDRESS", None)
+        self.process = subprocess.Popen(
+            [harness.need_tool("nsenter"), "-t", str(lab.anchor.pid), "-n", "-m", "-u", "--",
+             "/usr/bin/python3", "-c", GIO_MONITOR], stdout=subprocess.PIPE, text=True, env=env)
+        ready = self.process.stdout.readline().split()
+        if ready[:2] != ["ready", "GNetworkMonitorNM"]:
+            raise harness.HarnessError(f"GNetworkMonitor did not start with its NetworkManager backend: {ready}")
+        self.implementation = ready[1]
+        threading.Thread(target=self._read, args=(events,), daemon=True).start()
+
+    def _read(self, events):
+        for line in self.process.stdout:
+            stamp, available = line.split()
+            events.append((float(stamp), "gio", available == "True"))
+
+    def stop(self):
+        self.process.kill()
+        self.process.wait()
 
 
 def main():
@@ -56,9 +100,13 @@ def main():
         startup_ms = (owned[0] - exec_time) * 1000
         harness.wait_until(lambda: any(k == "us" and v == (2, 2) for _, k, v in events), 15, "connected answer")
 
+        gio = GioMonitor(lab, events)
+
         down, up, per_flap = [], [], []
+        gio_down, gio_up, gio_per_flap = [], [], []
         for i in range(options.flaps):
-            for carrier, nm_state, ours, out in ((False, 20, (0, 0), down), (True, 70, (2, 2), up)):
+            for carrier, nm_state, ours, out, gio_out in ((False, 20, (0, 0), down, gio_down),
+                                                          (True, 70, (2, 2), up, gio_up)):
                 start = len(events)
                 lab.set_carrier(carrier)
 
@@ -66,10 +114,17 @@ def main():
                     new = events[start:]
                     nm = [t for t, k, v in new if k == "nm" and v == nm_state]
                     us = [t for t, k, v in new if k == "us" and v == ours]
-                    return (nm[0], us[-1]) if nm and us else None
-                nm_t, us_t = harness.wait_until(seen, 30, f"flap {i} carrier={carrier}")
+                    glib = [t for t, k, v in new if k == "gio" and v == carrier]
+                    return (nm[0], us[-1], glib[0]) if nm and us and glib else None
+                nm_t, us_t, gio_t = harness.wait_until(seen, 30, f"flap {i} carrier={carrier}")
                 out.append((us_t - nm_t) * 1000)
+                gio_out.append((gio_t - nm_t) * 1000)
+                # Let late notifications of this edge arrive before they are counted: NetworkManager's
+                # connectivity settles after its State (no signal tells when GLib is done).
+                time.sleep(1.0)
                 per_flap.append(sum(1 for _, k, _ in events[start:] if k == "us"))
+                gio_per_flap.append(sum(1 for _, k, _ in events[start:] if k == "gio"))
+        gio.stop()
 
         pid = daemon.pid
         # nsenter execs the daemon, so the PID is the daemon's.
@@ -84,7 +139,16 @@ def main():
         for name, values in (("down (NM 20, us (0,0))", down), ("up   (NM 70, us (2,2))", up)):
             print(f"  {name}: p50 {statistics.median(values):8.2f} ms   p99 {pct(values, 99):8.2f} ms   "
                   f"min {min(values):8.2f}   max {max(values):8.2f}")
-        print(f"  StatusChanged per edge: min {min(per_flap)}, max {max(per_flap)}")
+        print(f"  StatusChanged per edge: min {min(per_flap)}, max {max(per_flap)}, "
+              f"mean {statistics.mean(per_flap):.2f}")
+        print(f"the same edges seen by GLib's GNetworkMonitor ({gio.implementation}): NM StateChanged → first "
+              "network-changed with the new `available`")
+        for name, values, ours in (("down", gio_down, down), ("up  ", gio_up, up)):
+            print(f"  {name}: p50 {statistics.median(values):8.2f} ms   p99 {pct(values, 99):8.2f} ms   "
+                  f"min {min(values):8.2f}   max {max(values):8.2f}   "
+                  f"(ours minus GLib's at p99: {pct(ours, 99) - pct(values, 99):+.2f} ms)")
+        print(f"  network-changed per edge: min {min(gio_per_flap)}, max {max(gio_per_flap)}, "
+              f"mean {statistics.mean(gio_per_flap):.2f}")
         print(f"start-up, exec → name owned: {startup_ms:.1f} ms")
         print(f"idle over {options.idle:.0f} s: {after - before} context switches (all threads); "
               f"RSS {rss_kb(pid) / 1024:.1f} MiB")

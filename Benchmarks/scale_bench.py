@@ -101,6 +101,7 @@ def main():
         all_n = times[-1] - start
         pid = daemon.pid
         rss = rss_kb(pid)
+        peaks = [int(p) for p in re.findall(r"at most (\d+) were in flight at once", daemon.log_text())]
 
         # One carrier loss: every target loses its route at once.
         before = len(statuses)
@@ -116,6 +117,7 @@ def main():
         print(f"machine: {os.cpu_count()} cores; {n} host targets, one client")
         print(f"WatchHost × {n}: {watched:.2f} s (8 calls in flight)")
         print(f"first 1,000 hosts answered: {first_1000:.2f} s; all {n}: {all_n:.2f} s")
+        print(f"peak lookups in flight: {max(peaks) if peaks else '?'} (the resolver's bound: 64)")
         print(f"RSS with {n} host targets: {rss / 1024:.1f} MiB")
         print(f"StatusChanged sent after one carrier loss: {signals} for {n} targets")
         print("evaluations that followed (targets, evaluation ms, changed targets, announcing ms):")

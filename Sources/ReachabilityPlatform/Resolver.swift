@@ -38,7 +38,7 @@ public final class Resolver {
     private var waiting: [Lookup] = []
     private var waitingHead = 0
     public private(set) var inFlight = 0
-    /// The most lookups that were ever in flight at once.
+    /// The most lookups in flight at once since the resolver was last idle.
     public private(set) var peakInFlight = 0
 
     public init() { resolver = g_resolver_get_default() }
@@ -120,6 +120,12 @@ public final class Resolver {
     private func finished() {
         inFlight -= 1
         startWaiting()
+        if inFlight == 0 && queued == 0 {
+            // A burst of lookups is over: say how far it went (the benchmarks read this), and
+            // measure the next burst on its own.
+            Log.debug("resolver: all lookups done; at most \(peakInFlight) were in flight at once")
+            peakInFlight = 0
+        }
     }
 }
 

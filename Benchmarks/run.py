@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Every benchmark in one run, and one table of the figures against their goals (run as root).
+
+    swift build -c release
+    sudo /usr/bin/python3 Benchmarks/run.py            # the issue's counts (~10 minutes)
+    sudo /usr/bin/python3 Benchmarks/run.py --quick    # fewer flaps and hosts, shorter idle
+
+Runs, each against the release build:
+  P1/P4  daemon_bench.py  (NetworkManager carrier flaps, next to GLib's GNetworkMonitor; idle; start-up)
+  P2     reachability-bench (one libdbus client; the daemon on a private bus)
+  P3/P5  scale_bench.py   (1,000 and 10,000 host targets against the local dnsmasq)
+         kernel_flaps.py  (the kernel backend)
+Each script's own report is printed as it comes; the table at the end is read from those reports.
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO / "Tests" / "Integration"))
+
+import harness  # noqa: E402
+
+
+def run(argv, env=None):
+    print(f"\n$ {' '.join(map(str, argv))}", flush=True)
+    result = subprocess.run([str(a) for a in argv], capture_output=True, text=True, env=env)
+    print(result.stdout, end="", flush=True)
+    if result.returncode != 0:
+        print(result.stderr[-3000:], file=sys.stderr)
+        raise SystemExit(f"benchmark failed: {argv[1] if len(argv) > 1 else argv[0]}")
+    return result.stdout
+
+
+def call_costs(binary_dir, calls):
+    """reachability-bench against the daemon on a private bus (the kernel backend: no NetworkManager there)."""
+    lab = harness.PlainLab().start()
+    try:
+        lab.daemon(args=["--system", "--backend", "kernel"])
+        return run([binary_dir / "reachability-bench", lab.bus.address, "localhost", calls])
+    finally:
+        for daemon in lab.daemons:
+            daemon.stop()
+        lab.bus.stop()
+
+
+def number(pattern, text, group=1, cast=float):
+    found = re.search(pattern, text, re.MULTILINE)
+    return cast(found.group(group)) if found else None
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="10 flaps, 10 s idle, 1,000 hosts only")
+    options = parser.parse_args()
+    binary_dir = REPO / ".build" / "release"
+    daemon = binary_dir / "reachabilityd"
+    if not daemon.exists():
+        raise SystemExit("build first: swift build -c release")
+    env = dict(os.environ, REACHABILITYD=str(daemon))
+    python = "/usr/bin/python3"
+    flaps, idle = ("10", "10") if options.quick else ("50", "60")
+
+    p1 = run([python, HERE / "daemon_bench.py", "--flaps", flaps, "--idle", idle], env)
+    p2 = call_costs(binary_dir, 5000 if options.quick else 20000)
+    scale = {n: run([python, HERE / "scale_bench.py", "--hosts", n], env)
+             for n in (["1000"] if options.quick else ["1000", "10000"])}
+    kernel = run([python, HERE / "kernel_flaps.py", "--flaps", "100" if options.quick else "1000"], env)
+
+    rows = []
+
+    def row(figure, goal, measured, ok):
+        rows.append((figure, goal, measured, "" if ok is None else ("met" if ok else "MISSED")))
+
+    for edge in ("down", "up"):
+        ours = number(rf"^\s+{edge}\s+\(NM.*?p99\s+(-?[\d.]+) ms", p1)
+        glib = number(rf"^\s+{edge}\s*: p50.*?p99\s+(-?[\d.]+) ms", p1)
+        ours50 = number(rf"^\s+{edge}\s+\(NM.*?p50\s+(-?[\d.]+) ms", p1)
+        glib50 = number(rf"^\s+{edge}\s*: p50\s+(-?[\d.]+) ms", p1)
+        row(f"P1 NM StateChanged → notification, {edge} edge (p50 / p99)", "p99 ≤ 5 ms and below GLib's",
+            f"us {ours50:+.1f} / {ours:+.1f} ms; GNetworkMonitor {glib50:+.1f} / {glib:+.1f} ms",
+            ours is not None and glib is not None and ours <= 5 and ours < glib)
+    ours_n = re.search(r"StatusChanged per edge: min (\d+), max (\d+), mean ([\d.]+)", p1)
+    glib_n = re.search(r"network-changed per edge: min (\d+), max (\d+), mean ([\d.]+)", p1)
+    row("P1 notifications per edge (min–max, mean)", "one per real change",
+        f"us {ours_n.group(1)}–{ours_n.group(2)} ({ours_n.group(3)}); "
+        f"GNetworkMonitor {glib_n.group(1)}–{glib_n.group(2)} ({glib_n.group(3)})", None)
+
+    ping = number(r"^Peer\.Ping\s+([\d.]+)", p2)
+    for label, name in (("Get(Flags)", r"Get\(Flags\) host"), ("GetAll", r"GetAll\(Target\) host"),
+                        ("Query (cached host)", r"Query\(host\) cached")):
+        found = re.search(rf"^{name}\s+([\d.]+)\s+([\d.]+)\s+(\d+)\s+([\d.]+)", p2, re.MULTILINE)
+        if found:
+            row(f"P2 {label} p50 / p99, ratio to Ping (p50 {ping:.0f} µs)", "≤ 1.5× Ping",
+                f"{found.group(1)} / {found.group(2)} µs, {float(found.group(4)):.2f}×", float(found.group(4)) <= 1.5)
+    gets = number(r"^Get\(Flags\) host\s+(\d+)\s*$", p2)
+    row("P2 Get(Flags) per second, 64 in flight", "≥ 20,000", f"{gets:,.0f}", gets is not None and gets >= 20000)
+
+    for n, text in scale.items():
+        rss = number(r"RSS with \d+ host targets: ([\d.]+) MiB", text)
+        evaluations = [float(m) for m in re.findall(r"targets: evaluated in\s+([\d.]+) ms", text)]
+        signals = number(r"StatusChanged sent after one carrier loss: (\d+)", text, cast=int)
+        row(f"P3 {int(n):,} hosts: RSS", "10k ≤ 64 MB", f"{rss:.1f} MiB", rss is not None and rss <= 64)
+        row(f"P3 {int(n):,} hosts: evaluation after a link change", "10k ≤ 100 ms",
+            f"{max(evaluations):.1f} ms (largest of {len(evaluations)})" if evaluations else "?",
+            bool(evaluations) and max(evaluations) <= 100)
+        row(f"P3 {int(n):,} hosts: StatusChanged after one carrier loss", "only changed targets",
+            f"{signals:,} for {int(n):,} targets (every target lost its route)", signals == int(n))
+    first = scale["1000"]
+    all_1000 = number(r"all 1000: ([\d.]+) s", first)
+    peak = number(r"peak lookups in flight: (\d+)", first, cast=int)
+    row("P5 1,000 hosts resolved (local dnsmasq)", "≤ 2 s", f"{all_1000:.2f} s", all_1000 is not None and all_1000 <= 2)
+    row("P5 peak lookups in flight", "≤ 64", f"{peak}", peak is not None and peak <= 64)
+
+    switches = number(r"idle over \d+ s: (\d+) context switches", p1, cast=int)
+    rss = number(r"context switches \(all threads\); RSS ([\d.]+) MiB", p1)
+    startup = number(r"exec → name owned: ([\d.]+) ms", p1)
+    row(f"P4 wake-ups over {idle} s idle (all threads)", "0", f"{switches}", switches == 0)
+    row("P4 RSS, idle (NetworkManager backend)", "≤ 20 MB", f"{rss:.1f} MiB", rss is not None and rss <= 20 * 1.048576)
+    row("P4 exec → bus name owned", "≤ 150 ms", f"{startup:.1f} ms", startup is not None and startup <= 150)
+    k99 = re.findall(r"from RTM_NEWLINK.*?p99\s+([\d.]+)", kernel)
+    if k99:
+        worst = max(map(float, k99))
+        row("kernel backend: RTM_NEWLINK → StatusChanged, p99", "≤ 5 ms", f"{worst:.2f} ms", worst <= 5)
+
+    load = os.getloadavg()
+    print(f"\nmachine: {os.cpu_count()} cores, Linux {os.uname().release}; load average {load[0]:.2f} "
+          f"{load[1]:.2f} {load[2]:.2f}; release build")
+    widths = [max(len(r[i]) for r in rows + [("figure", "goal", "measured", "")]) for i in range(4)]
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(("figure", "goal", "measured", ""), widths)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in rows:
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
+
+
+if __name__ == "__main__":
+    main()
