@@ -44,6 +44,8 @@ from pathlib import Path
 
 import pytest
 
+from harness import contract_members
+
 REPO = Path(__file__).resolve().parents[2]
 SERVICE = "io.github.reachabilityd.Reachability1"
 ROOT_PATH = "/io/github/reachabilityd/Reachability1"
@@ -1052,3 +1054,37 @@ def test_sysusers_creates_the_service_user():
         assert entry[6].endswith("nologin"), entry
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+# Arguments that are valid for every method of the contract, by input signature.
+CONTRACT_ARGUMENTS = {"": [], "s": [LOOPBACK], "o": [LOOPBACK_PATH]}
+
+
+@pytest.mark.parametrize("service", ["reachabilityd"], indirect=True)
+def test_unprivileged_user_reaches_every_member_of_the_contract_and_nothing_else(bus, service):  # noqa: W0621
+    """Derived from the XML, so that a member added there is covered here: under the shipped
+    policy, nobody calls every method and reads every property of both interfaces; a member
+    that is not in the XML, on an interface the policy opens, gets the service's UnknownMethod
+    (or UnknownProperty) — the policy lets the call through, the service refuses it."""
+    contract = contract_members(CONTRACT)
+    operations = [call(MANAGER, "WatchAddress", "(s)", [LOOPBACK])]  # Release below needs it held
+    expected = []
+    for interface in (MANAGER, TARGET):
+        for method, (ins, _outs) in sorted(contract[interface]["methods"].items()):
+            operations.append(call(interface, method, f"({ins})" if ins else "", CONTRACT_ARGUMENTS[ins]))
+            expected.append(f"{interface}.{method}")
+        for prop in sorted(contract[interface]["properties"]):
+            operations.append(call("org.freedesktop.DBus.Properties", "Get", "(ss)", [interface, prop]))
+            expected.append(f"{interface}.{prop} (property)")
+    strangers = [(MANAGER, "Shutdown"), (TARGET, "SetFlags"), ("org.freedesktop.DBus.Peer", "Reboot")]
+    for interface, method in strangers:
+        operations.append(call(interface, method))
+    operations.append(call("org.freedesktop.DBus.Properties", "Get", "(ss)", [TARGET, "Secret"]))
+    results = bus.run_as("nobody", operations)
+    assert "ok" in results[0], results[0]
+    for what, result in zip(expected, results[1:]):
+        assert "ok" in result, f"nobody could not use {what}: {result}"
+    refused = results[1 + len(expected):]
+    for (interface, method), result in zip(strangers, refused):
+        assert result.get("error") == "org.freedesktop.DBus.Error.UnknownMethod", f"{interface}.{method}: {result}"
+    assert refused[-1].get("error") == "org.freedesktop.DBus.Error.UnknownProperty", refused[-1]
