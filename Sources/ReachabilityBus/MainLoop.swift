@@ -115,9 +115,11 @@ public enum Sources {
     /// marks the handle finished (GLib removes the source itself).
     private static func repeating(_ body: @escaping () -> Bool) -> (SourceHandle, Callback) {
         let handle = SourceHandle(id: 0)
-        let callback = Callback {
+        // Weak: the handle's owner decides how long the source lives; dropping the handle
+        // removes it (a strong capture here would keep both alive, and the source running).
+        let callback = Callback { [weak handle] in
             let again = body()
-            if !again { handle.finished() }
+            if !again { handle?.finished() }
             return again
         }
         return (handle, callback)
@@ -127,8 +129,8 @@ public enum Sources {
     /// Wraps `g_idle_source_new`.
     public static func idle(priority: Int32 = G_PRIORITY_DEFAULT, _ body: @escaping () -> Void) -> SourceHandle {
         let handle = SourceHandle(id: 0)
-        let callback = Callback {
-            handle.finished()
+        let callback = Callback { [weak handle] in
+            handle?.finished()
             body()
             return false
         }

@@ -8,7 +8,9 @@ public final class ManagerObject {
     public var backend: BackendKind = .none {
         didSet { if backend != oldValue { exported?.propertiesChanged() } }
     }
-    var exported: ExportedObject?
+    /// Weak: the exported object holds this one (its interfaces are bound to it), and the
+    /// connection holds the exported object while it is on the bus.
+    weak var exported: ExportedObject?
     let registry: TargetRegistry
     let evaluator: Evaluator
 

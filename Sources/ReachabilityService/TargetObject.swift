@@ -16,7 +16,9 @@ protocol TargetRefreshing: AnyObject {
 public final class TargetObject: WatchedTarget {
     /// CLOCK_REALTIME µs of the last change of the flags; 0 before the first answer.
     public private(set) var lastChanged: UInt64 = 0
-    var exported: ExportedObject?
+    /// Weak: the exported object holds this one (its interfaces are bound to it), and the
+    /// connection holds the exported object while it is on the bus.
+    weak var exported: ExportedObject?
     weak var refresher: TargetRefreshing?
     /// `Refresh` calls waiting for a lookup that starts after they arrived.
     var waitingCalls: [MethodCall] = []

@@ -6,7 +6,9 @@ import ReachabilityPlatform
 /// shared by every caller; it disappears (with `InterfacesRemoved`) when its last
 /// holder releases it or leaves the bus.
 final class TargetRegistry {
-    private let connection: BusConnection
+    /// Unowned: the daemon owns the connection, and the connection (through the root
+    /// object's Manager interface) owns this registry.
+    private unowned let connection: BusConnection
     private var holders: HolderRegistry<TargetKey>
     private(set) var objects: [TargetKey: TargetObject] = [:]
     private var keysByPath: [ObjectPath: TargetKey] = [:]
