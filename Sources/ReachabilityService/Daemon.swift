@@ -60,6 +60,13 @@ public final class Daemon {
         internet.exported = root
         internet.refresher = evaluator
         connection.addObjectManager(at: Names.rootPath)
+        // Before the name is ours: whoever sees it may stop us at once, and must get a clean exit.
+        for signal in [SIGTERM, SIGINT] {
+            signalSources.append(Sources.onSignal(signal) { [unowned self] in
+                Log.info("received signal \(signal); exiting")
+                self.loop.quit()
+            })
+        }
         do {
             try connection.requestName(Names.busName, replace: options.replace)
         } catch {
@@ -78,12 +85,6 @@ public final class Daemon {
             Log.error("disconnected from the bus; exiting")
             self.exitCode = 1
             self.loop.quit()
-        }
-        for signal in [SIGTERM, SIGINT] {
-            signalSources.append(Sources.onSignal(signal) { [unowned self] in
-                Log.info("received signal \(signal); exiting")
-                self.loop.quit()
-            })
         }
         // A client that leaves the bus releases everything it held.
         connection.watchNameOwners { [unowned self] name, _, newOwner in

@@ -841,6 +841,9 @@ class Daemon:
         env = dict(os.environ)
         env.pop("DBUS_SESSION_BUS_ADDRESS", None)
         env["DBUS_SYSTEM_BUS_ADDRESS"] = self.system_bus_address
+        # Tests/sanitize.sh: leak checking for the daemon only (see there).
+        if os.environ.get("REACH_TEST_DAEMON_ASAN_OPTIONS"):
+            env["ASAN_OPTIONS"] = os.environ["REACH_TEST_DAEMON_ASAN_OPTIONS"]
         return env
 
     def start(self, client: Optional[BusClient] = None, wait: bool = True, timeout: float = START_TIMEOUT) -> "Daemon":

@@ -54,7 +54,8 @@ def test_a_thousand_clients_leave_without_release_and_nothing_stays(plain_lab):
     rss_after, fds_after = rss_kb(daemon.pid), fds(daemon.pid)
     print(f"1,000 clients: RSS {rss_before} → {rss_after} KiB, fds {fds_before} → {fds_after}")
     assert fds_after == fds_before, f"open files {fds_before} → {fds_after}"
-    assert rss_after - rss_before <= 1024, f"RSS grew {rss_after - rss_before} KiB"
+    if not os.environ.get("REACH_TEST_SANITIZER"):  # a sanitizer's quarantine keeps freed memory resident
+        assert rss_after - rss_before <= 1024, f"RSS grew {rss_after - rss_before} KiB"
     # And the daemon still answers as before.
     assert lab.client.get(SERVICE, ROOT_PATH, TARGET_IFACE, "Status") in (-1, 0, 1, 2)
 
