@@ -5,6 +5,13 @@ import ReachabilityCore
 import ReachabilityPlatform
 import Synchronization
 
+/// A value one thread hands to a thread waiting for it.
+private final class Answer<T: Sendable>: Sendable {
+    let value = Mutex<T?>(nil)
+    let ready = Atomic<Bool>(false)
+    let done = DispatchSemaphore(value: 0)
+}
+
 /// Who gets a feed's states: a manager's listener or an update sequence.
 struct Subscriber: Sendable {
     let receive: @Sendable (ReachabilityState) -> Void
@@ -102,16 +109,18 @@ final class Runtime: @unchecked Sendable {
     /// Never call it from the loop thread (listeners run on their own queues).
     func sync<T: Sendable>(_ body: @escaping @Sendable (Runtime, @escaping @Sendable (T) -> Void) -> Void) -> T {
         precondition(!loop.isCurrent, "Reachability: a blocking call on the library's own thread")
-        let result = Mutex<T?>(nil)
-        let done = DispatchSemaphore(value: 0)
+        let answer = Answer<T>()
         loop.perform {
             body(self) { value in
-                result.withLock { $0 = value }
-                done.signal()
+                answer.value.withLock { $0 = value }
+                answer.ready.store(true, ordering: .releasing)
+                answer.done.signal()
             }
         }
-        done.wait()
-        return result.withLock { $0! }
+        answer.done.wait()
+        // The semaphore orders the two threads; this acquire shows ThreadSanitizer the same.
+        precondition(answer.ready.load(ordering: .acquiring))
+        return answer.value.withLock { $0! }
     }
 
     /// `sync` for async callers: the task waits, no thread blocks.

@@ -1,4 +1,5 @@
 import CNetworkManager
+import Synchronization
 
 /// The GLib main loop that drives everything: libdbus (through `BusConnection`),
 /// libnm, rtnetlink sockets and timers. One thread — the one that calls `run()` —
@@ -224,7 +225,15 @@ public final class LoopThread: Sendable {
             body()
             return false
         }
-        g_main_context_invoke_full(context, G_PRIORITY_DEFAULT, Callback.sourceFunc, callback.retainedPointer,
-                                   Callback.release)
+        let pointer = callback.retainedPointer
+        // GLib hands the callback over under its own futex lock, which ThreadSanitizer
+        // cannot see; this release (and the acquire on the loop) shows it the hand-over.
+        Self.handover.add(1, ordering: .releasing)
+        g_main_context_invoke_full(context, G_PRIORITY_DEFAULT, { pointer in
+            _ = LoopThread.handover.load(ordering: .acquiring)
+            return Callback.sourceFunc(pointer)
+        }, pointer, Callback.release)
     }
+
+    private static let handover = Atomic<Int>(0)
 }
