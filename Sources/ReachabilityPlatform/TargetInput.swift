@@ -68,7 +68,12 @@ public enum TargetInput: Hashable, Sendable {
             }
             ascii = converted
         }
-        return .host(try TargetName.normalizeHost(ascii))
+        let name = try TargetName.normalizeHost(ascii)
+        // "192.0.2.1." is that address once its root dot is gone: one target, not two.
+        if TargetName.looksLikeAddressLiteral(name), let address = try? IPAddress(parsing: name) {
+            return .address(address)
+        }
+        return .host(name)
     }
 
     public static func quoted(_ text: String) -> String { InvalidTarget.quoted(text) }

@@ -73,6 +73,15 @@ struct TargetInputTests {
     }
 }
 
+@Suite("An address literal with the root's dot")
+struct RootDotLiteralTests {
+    @Test("is that address (found by the names fuzz target)")
+    func literal() throws {
+        #expect(try TargetInput.parseHost("192.0.2.1.") == TargetInput.parseHost("192.0.2.1"))
+        #expect(try TargetInput.parseHost("1.22.0.2.").key == TargetKey(kind: .address, name: "1.22.0.2"))
+    }
+}
+
 @Suite("Input the C libraries would cut at a NUL")
 struct NULInputTests {
     @Test("a NUL is rejected before inet_pton or IDN conversion could read only the part before it",
