@@ -63,9 +63,13 @@ class GioMonitor:
         threading.Thread(target=self._read, args=(events,), daemon=True).start()
 
     def _read(self, events):
+        context = harness.main_context()
         for line in self.process.stdout:
             stamp, available = line.split()
             events.append((float(stamp), "gio", available == "True"))
+            # The main thread may be blocked in the GLib loop waiting for exactly this event: wake it
+            # (otherwise it sleeps until its wait's own deadline, 30 s later).
+            context.wakeup()
 
     def stop(self):
         self.process.kill()
