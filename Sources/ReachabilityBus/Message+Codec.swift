@@ -1,9 +1,12 @@
 import CDBus
+import Glibc
 
 /// Converts between `DBusValue` and libdbus message iterators. Every
 /// `dbus_message_iter_*` call of the project is in this file.
 enum MessageCodec {
-    static func code(_ c: Character) -> Int32 { Int32(c.asciiValue!) }
+    /// A type code as libdbus takes it. A `Unicode.Scalar`, not a `Character`: reading a
+    /// Character's ASCII value walks grapheme-breaking tables, on every value encoded.
+    static func code(_ c: Unicode.Scalar) -> Int32 { Int32(c.value) }
 
     /// The body of `message` as values; `nil` if it holds a type this service never accepts
     /// (unix file descriptors).
@@ -107,19 +110,22 @@ enum MessageCodec {
         return values.allSatisfy { encode($0, into: &iter) }
     }
 
-    private static func appendBasic<T>(_ iter: inout DBusMessageIter, _ type: Character, _ value: T) -> Bool {
+    private static func appendBasic<T>(_ iter: inout DBusMessageIter, _ type: Unicode.Scalar, _ value: T) -> Bool {
         var v = value
         return withUnsafePointer(to: &v) { dbus_message_iter_append_basic(&iter, code(type), $0) } != 0
     }
 
-    private static func appendString(_ iter: inout DBusMessageIter, _ type: Character, _ s: String) -> Bool {
-        // D-Bus strings cannot hold NUL; drop any rather than truncate silently.
-        let clean = s.utf8.contains(0) ? String(String.UnicodeScalarView(s.unicodeScalars.filter { $0 != "\0" })) : s
-        return clean.withCString { appendBasic(&iter, type, $0) }
+    private static func appendString(_ iter: inout DBusMessageIter, _ type: Unicode.Scalar, _ s: String) -> Bool {
+        s.withCString { text in
+            if strlen(text) == s.utf8.count { return appendBasic(&iter, type, text) }
+            // D-Bus strings cannot hold NUL; drop any rather than truncate silently.
+            let clean = String(String.UnicodeScalarView(s.unicodeScalars.filter { $0 != "\0" }))
+            return clean.withCString { appendBasic(&iter, type, $0) }
+        }
     }
 
     private static func container(
-        _ iter: inout DBusMessageIter, _ type: Character, _ contained: String?,
+        _ iter: inout DBusMessageIter, _ type: Unicode.Scalar, _ contained: String?,
         _ body: (inout DBusMessageIter) -> Bool
     ) -> Bool {
         var sub = DBusMessageIter()
