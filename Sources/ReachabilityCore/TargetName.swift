@@ -101,7 +101,8 @@ public enum TargetName {
                 message: #"host name ".": the root domain alone is not a host name"#)
         }
 
-        let quotedName = InvalidTarget.quoted(name)
+        // Quoted only for an error message: a valid name never pays for it.
+        func quotedName() -> String { InvalidTarget.quoted(name) }
         var body = name.unicodeScalars[...]
         if body.last == "." { body = body.dropLast() }
 
@@ -116,27 +117,26 @@ public enum TargetName {
                     ? "the name starts with a dot"
                     : index == labels.count - 1 ? "the name ends with two dots" : "two dots in a row"
                 throw InvalidTarget(
-                    message: "host name \(quotedName): label \(number) is empty (\(why)); "
+                    message: "host name \(quotedName()): label \(number) is empty (\(why)); "
                         + "labels are 1 to \(maximumLabelLength) bytes long")
             }
-            let labelText = String(label)
-            let quotedLabel = InvalidTarget.quoted(labelText)
+            func quotedLabel() -> String { InvalidTarget.quoted(String(label)) }
             for scalar in label where !isAllowed(scalar) {
                 let notASCII = scalar.isASCII ? "" : ", which is not ASCII (IDN names must be converted first)"
                 throw InvalidTarget(
-                    message: "host name \(quotedName): label \(number) (\(quotedLabel)) contains "
+                    message: "host name \(quotedName()): label \(number) (\(quotedLabel())) contains "
                         + "\(InvalidTarget.describe(scalar))\(notASCII); \(allowedCharacters)")
             }
             // Only ASCII from here on: one scalar is one byte.
             if label.first == "-" || label.last == "-" {
                 let which = label.first == "-" ? "starts" : "ends"
                 throw InvalidTarget(
-                    message: "host name \(quotedName): label \(number) (\(quotedLabel)) \(which) with "
+                    message: "host name \(quotedName()): label \(number) (\(quotedLabel())) \(which) with "
                         + #""-"; a hyphen may not begin or end a label"#)
             }
             if label.count > maximumLabelLength {
                 throw InvalidTarget(
-                    message: "host name \(quotedName): label \(number) (\(quotedLabel)) is "
+                    message: "host name \(quotedName()): label \(number) (\(quotedLabel())) is "
                         + "\(label.count) bytes long; at most \(maximumLabelLength) are allowed in a label")
             }
             if index > 0 { bytes.append(UInt8(ascii: ".")) }
@@ -147,7 +147,7 @@ public enum TargetName {
         }
         if bytes.count > maximumNameLength {
             throw InvalidTarget(
-                message: "host name \(quotedName) is \(bytes.count) bytes long without a trailing dot; "
+                message: "host name \(quotedName()) is \(bytes.count) bytes long without a trailing dot; "
                     + "at most \(maximumNameLength) are allowed")
         }
         return String(decoding: bytes, as: UTF8.self)

@@ -57,7 +57,7 @@ public enum TargetInput: Hashable, Sendable {
         if TargetName.looksLikeAddressLiteral(text), let address = try? IPAddress(parsing: text) {
             return .address(address)
         }
-        if text.contains("%") || (text.contains(":") && !text.isEmpty) {
+        if text.utf8.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: ":") }) {
             // Meant as an address literal (a scope or a colon can only be that).
             return try parseAddress(text)
         }
