@@ -163,7 +163,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--flaps", type=int, default=1000, help="down/up cycles (default 1000)")
     options = parser.parse_args()
-    binary = Path(os.environ.get("REACHABILITYD") or REPO / ".build" / "release" / "reachabilityd")
+    binary = Path(os.environ.get("REACHABILITYD") or REPO / ".build" / "release" / "reachabilityd").resolve()
     if os.geteuid() != 0:
         sys.exit("kernel_flaps: needs root (network namespaces)")
     if not os.access(binary, os.X_OK):

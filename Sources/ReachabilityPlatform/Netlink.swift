@@ -307,6 +307,17 @@ public final class NetlinkMonitor {
         }
     }
 
+    /// Takes the links' state from a dump made after the socket was bound, so that a
+    /// link's first event is compared with it instead of being taken as "everything
+    /// about this link changed" (which made the first carrier loss after start-up
+    /// look up every cached route again). An event queued before the dump is older
+    /// than it: compared with it, it can only invalidate needlessly, never miss.
+    public func seed(_ links: [Int32: LinkFact]) {
+        for (index, link) in links where linkFlags[index] == nil {
+            linkFlags[index] = (link.isUp ? UInt32(IFF_UP) : 0) | (link.hasCarrier ? reach_iff_lower_up() : 0)
+        }
+    }
+
     /// What one event may change in the answers to "which route would a packet take".
     private func classify(_ type: UInt16, _ body: [UInt8]) -> RouteInvalidation {
         switch Int32(type) {

@@ -33,6 +33,7 @@ public final class NetworkObserver {
             self.pendingInvalidation.formUnion(invalidation)
             self.scheduleChange()
         }
+        if let links = try? netlink.links() { monitor?.seed(links) }
         if mode != .kernel {
             // The client's creation (or its failure) triggers the first evaluation.
             networkManager = NetworkManagerBackend { [unowned self] in self.scheduleChange() }

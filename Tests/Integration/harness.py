@@ -159,7 +159,8 @@ class WaitTimeout(AssertionError):
 
 def daemon_binary() -> Path:
     """The reachabilityd executable under test: ``$REACHABILITYD`` or the debug build."""
-    return Path(os.environ.get("REACHABILITYD") or REPO / ".build" / "debug" / "reachabilityd")
+    # Absolute: the daemon is started through nsenter, whose working directory may differ.
+    return Path(os.environ.get("REACHABILITYD") or REPO / ".build" / "debug" / "reachabilityd").resolve()
 
 
 def tool(name: str) -> Optional[str]:
