@@ -17,6 +17,8 @@ public final class BusConnection {
     /// The path whose objects below are announced through ObjectManager.
     var objectManagerPath: ObjectPath?
     private var dispatchIdle: SourceHandle?
+    /// Marshalled reply bodies, reused while the values are the same.
+    let replies = ReplyCache()
     /// Signal handlers by subscription number, called in subscription order.
     var signalHandlers: [Int: (OpaquePointer) -> Void] = [:]
     var nextSubscription = 0

@@ -50,11 +50,9 @@ public final class MethodCall {
             send(error: .failed("internal error: reply of \(member) does not match its declaration"))
             return
         }
-        guard let reply = dbus_message_new_method_return(message) else { return }
+        guard let connection, let reply = connection.replies.methodReturn(to: message, values) else { return }
         defer { dbus_message_unref(reply) }
-        if MessageCodec.appendBody(values, to: reply) {
-            connection?.send(reply)
-        }
+        connection.send(reply)
     }
 
     /// Sends `error` as the reply.
