@@ -62,7 +62,10 @@ def main():
     daemon = binary_dir / "reachabilityd"
     if not daemon.exists():
         raise SystemExit("build first: swift build -c release")
-    env = dict(os.environ, REACHABILITYD=str(daemon))
+    # For the scripts run as processes, and for call_costs here (the harness reads it too:
+    # without it, the lab would start the debug build).
+    os.environ["REACHABILITYD"] = str(daemon)
+    env = dict(os.environ)
     python = "/usr/bin/python3"
     flaps, idle = ("10", "10") if options.quick else ("50", "60")
 
