@@ -27,9 +27,9 @@ sys.path.insert(0, str(REPO / "Tests" / "Integration"))
 import harness  # noqa: E402
 
 
-def run(argv, env=None):
+def run(argv):
     print(f"\n$ {' '.join(map(str, argv))}", flush=True)
-    result = subprocess.run([str(a) for a in argv], capture_output=True, text=True, env=env)
+    result = subprocess.run([str(a) for a in argv], capture_output=True, text=True)
     print(result.stdout, end="", flush=True)
     if result.returncode != 0:
         print(result.stderr[-3000:], file=sys.stderr)
@@ -62,18 +62,17 @@ def main():
     daemon = binary_dir / "reachabilityd"
     if not daemon.exists():
         raise SystemExit("build first: swift build -c release")
-    # For the scripts run as processes, and for call_costs here (the harness reads it too:
-    # without it, the lab would start the debug build).
+    # Inherited by the scripts run as processes, and read by the harness for call_costs here
+    # (without it, the lab would start the debug build).
     os.environ["REACHABILITYD"] = str(daemon)
-    env = dict(os.environ)
     python = "/usr/bin/python3"
     flaps, idle = ("10", "10") if options.quick else ("50", "60")
 
-    p1 = run([python, HERE / "daemon_bench.py", "--flaps", flaps, "--idle", idle], env)
+    p1 = run([python, HERE / "daemon_bench.py", "--flaps", flaps, "--idle", idle])
     p2 = call_costs(binary_dir, 5000 if options.quick else 20000)
-    scale = {n: run([python, HERE / "scale_bench.py", "--hosts", n], env)
+    scale = {n: run([python, HERE / "scale_bench.py", "--hosts", n])
              for n in (["1000"] if options.quick else ["1000", "10000"])}
-    kernel = run([python, HERE / "kernel_flaps.py", "--flaps", "100" if options.quick else "1000"], env)
+    kernel = run([python, HERE / "kernel_flaps.py", "--flaps", "100" if options.quick else "1000"])
 
     rows = []
 
