@@ -107,7 +107,11 @@ extension BusConnection {
     }
 
     /// Calls `handler` with the arguments of every signal `member` of `interface`
-    /// emitted by `sender` at `path`, until the subscription is cancelled.
+    /// emitted by `sender` at `path`, until the subscription is cancelled. A signal
+    /// counts only if the bus stamped it with `sender` itself — or, for a
+    /// well-known name, with its current unique owner as `followOwner(of:)` learnt
+    /// it from the bus driver: match rules filter broadcasts only, and any peer
+    /// can send us a signal directly.
     /// Wraps `dbus_bus_add_match` and `dbus_bus_remove_match` (without waiting for their replies).
     public func subscribe(
         sender: String, path: ObjectPath, interface: String, member: String, argument0: String? = nil,
@@ -116,9 +120,11 @@ extension BusConnection {
         var rule = "type='signal',sender='\(sender)',path='\(path.rawValue)',interface='\(interface)',member='\(member)'"
         if let argument0 { rule += ",arg0='\(argument0)'" }
         dbus_bus_add_match(raw, rule, nil)
-        let number = addSignalHandler { message in
+        let isUnique = sender.hasPrefix(":") || sender == Self.busDriver
+        let number = addSignalHandler { [unowned self] message in
             guard dbus_message_is_signal(message, interface, member) != 0,
                 dbus_message_get_path(message).map({ String(cString: $0) }) == path.rawValue,
+                let from = Self.sender(of: message), from == (isUnique ? sender : self.knownOwners[sender]),
                 let values = MessageCodec.decodeBody(message)
             else { return }
             if let argument0, values.first?.stringValue != argument0 { return }
@@ -127,12 +133,26 @@ extension BusConnection {
         return SignalSubscription(connection: self, rule: rule, number: number)
     }
 
-    /// Calls `handler(newOwner)` whenever `name` changes owner (`""`: it has none now).
+    /// Calls `handler(newOwner)` whenever `name` changes owner (`""`: it has none now),
+    /// as the bus driver announces it, and keeps the owner for `subscribe(sender:…)`.
+    /// The current owner is asked for once (`GetNameOwner`); the bus sends its reply
+    /// in order with the announcements, so the last word is always the right one.
     public func followOwner(of name: String, _ handler: @escaping (String) -> Void) -> SignalSubscription {
-        subscribe(sender: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus"),
-                  interface: "org.freedesktop.DBus", member: "NameOwnerChanged", argument0: name) { values in
-            if values.signature == "sss", let owner = values[2].stringValue { handler(owner) }
+        let subscription = subscribe(
+            sender: Self.busDriver, path: ObjectPath("/org/freedesktop/DBus"), interface: "org.freedesktop.DBus",
+            member: "NameOwnerChanged", argument0: name
+        ) { [unowned self] values in
+            guard values.signature == "sss", let owner = values[2].stringValue else { return }
+            self.knownOwners[name] = owner.isEmpty ? nil : owner
+            handler(owner)
         }
+        callAsync(destination: Self.busDriver, path: ObjectPath("/org/freedesktop/DBus"),
+                  interface: "org.freedesktop.DBus", member: "GetNameOwner", [.string(name)]) { [weak self] result in
+            if case .success(let values) = result, let owner = values.first?.stringValue {
+                self?.knownOwners[name] = owner
+            }
+        }
+        return subscription
     }
 }
 

@@ -13,9 +13,8 @@ public final class BusConnection {
     /// The unique name the bus gave us (":1.7").
     public let uniqueName: String
 
-    var objects: [ObjectPath: ExportedObject] = [:]
-    /// The path whose objects below are announced through ObjectManager.
-    var objectManagerPath: ObjectPath?
+    /// The objects this connection exports.
+    let tree = ObjectTree(machineID: BusConnection.machineID)
     private var dispatchIdle: SourceHandle?
     /// Marshalled reply bodies, reused while the values are the same.
     let replies = ReplyCache()
@@ -23,7 +22,13 @@ public final class BusConnection {
     var signalHandlers: [Int: (OpaquePointer) -> Void] = [:]
     var nextSubscription = 0
 
-    /// Called when the bus takes our name away (another instance ran with `--replace`).
+    /// The well-known names this connection asked for and holds.
+    private(set) var ownedNames: Set<String> = []
+    /// The unique owners of the well-known names followed with `followOwner(of:)`,
+    /// as the bus driver last told us: a service's signals count only from its owner.
+    var knownOwners: [String: String] = [:]
+
+    /// Called when the bus takes one of our names away (another instance ran with `--replace`).
     public var onNameLost: ((String) -> Void)?
     /// Called when the connection to the bus is lost.
     public var onDisconnected: (() -> Void)?
@@ -53,6 +58,9 @@ public final class BusConnection {
         raw = connection
         uniqueName = dbus_bus_get_unique_name(connection).map { String(cString: $0) } ?? ""
         dbus_connection_set_exit_on_disconnect(connection, 0)
+        tree.emit = { [unowned self] path, interface, name, values in
+            self.emitSignal(path: path, interface: interface, name: name, values)
+        }
         attachToMainLoop()
         registerDispatcher()
     }
@@ -64,6 +72,24 @@ public final class BusConnection {
         dbus_connection_close(raw)
         dbus_connection_unref(raw)
     }
+
+    /// This machine's id (`/etc/machine-id`). Wraps `dbus_try_get_local_machine_id`.
+    static func machineID() -> String {
+        var error = DBusError()
+        dbus_error_init(&error)
+        defer { dbus_error_free(&error) }
+        guard let id = dbus_try_get_local_machine_id(&error) else { return "" }
+        defer { dbus_free(id) }
+        return String(cString: id)
+    }
+
+    /// The sender of a message (a unique name, or `org.freedesktop.DBus` for the
+    /// bus driver), as the bus daemon stamped it: peers cannot choose it.
+    static func sender(of message: OpaquePointer) -> String? {
+        dbus_message_get_sender(message).map { String(cString: $0) }
+    }
+
+    static let busDriver = "org.freedesktop.DBus"
 
     static func errorName(_ e: DBusError) -> String? { e.name.map { String(cString: $0) } }
     static func errorMessage(_ e: DBusError) -> String? { e.message.map { String(cString: $0) } }
@@ -91,6 +117,7 @@ public final class BusConnection {
             throw BusError(name: BusError.prefix + "AddressInUse",
                            message: "the name \(name) is already taken\(owner); \(hint)")
         }
+        ownedNames.insert(name)
     }
 
     /// The unique name owning `name`, if any (a blocking call, for start-up messages only).
@@ -114,7 +141,9 @@ public final class BusConnection {
     public func watchNameOwners(_ handler: @escaping (String, String, String) -> Void) {
         dbus_bus_add_match(raw, "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',path='/org/freedesktop/DBus',arg2=''", nil)
         addSignalHandler { message in
+            // Only the bus driver's word counts: a peer can send anyone a signal of this name.
             guard dbus_message_is_signal(message, "org.freedesktop.DBus", "NameOwnerChanged") != 0,
+                Self.sender(of: message) == Self.busDriver,
                 let args = MessageCodec.decodeBody(message), args.signature == "sss"
             else { return }
             handler(args[0].stringValue!, args[1].stringValue!, args[2].stringValue!)
@@ -210,14 +239,19 @@ public final class BusConnection {
 
     private func filter(_ message: OpaquePointer) {
         guard dbus_message_get_type(message) == DBUS_MESSAGE_TYPE_SIGNAL else { return }
+        let sender = Self.sender(of: message)
+        // libdbus makes this one itself, with no sender (the bus refuses the Local interface from peers).
         if dbus_message_is_signal(message, "org.freedesktop.DBus.Local", "Disconnected") != 0 {
-            onDisconnected?()
+            if sender == nil { onDisconnected?() }
             return
         }
-        if dbus_message_is_signal(message, "org.freedesktop.DBus", "NameLost") != 0,
-            let name = MessageCodec.decodeBody(message)?.first?.stringValue
-        {
-            onNameLost?(name)
+        // Only from the bus driver, and only about a name we hold: anyone can send us a NameLost.
+        if dbus_message_is_signal(message, "org.freedesktop.DBus", "NameLost") != 0 {
+            if sender == Self.busDriver, let name = MessageCodec.decodeBody(message)?.first?.stringValue,
+                ownedNames.remove(name) != nil
+            {
+                onNameLost?(name)
+            }
             return
         }
         for key in signalHandlers.keys.sorted() { signalHandlers[key]?(message) }
@@ -228,33 +262,21 @@ public final class BusConnection {
             return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
         }
         let pathString = dbus_message_get_path(message).map { String(cString: $0) } ?? "/"
-        let interface = dbus_message_get_interface(message).map { String(cString: $0) } ?? ""
-        let member = dbus_message_get_member(message).map { String(cString: $0) } ?? ""
-        let signature = dbus_message_get_signature(message).map { String(cString: $0) } ?? ""
         guard let path = ObjectPath(rawValue: pathString) else {
             return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
         }
-        let resolved = Dispatcher.resolve(connection: self, path: path, interface: interface, member: member,
-                                          signature: signature)
-        switch resolved {
-        case .failure(let error):
-            let call = MethodCall(message: message, connection: self, path: path, interface: interface,
-                                  member: member, arguments: [], expectedOutput: "")
-            call.fail(error)
-        case .success(let target):
-            guard let arguments = MessageCodec.decodeBody(message) else {
-                MethodCall(message: message, connection: self, path: path, interface: interface, member: member,
-                           arguments: [], expectedOutput: "")
-                    .fail(.invalidArgs("file descriptors are not accepted"))
-                break
-            }
-            let call = MethodCall(message: message, connection: self, path: path, interface: target.interface,
-                                  member: member, arguments: arguments, expectedOutput: target.output)
-            do {
-                if let values = try target.invoke(call) { call.reply(values) }
-            } catch {
-                call.fail(error)
-            }
+        let interface = dbus_message_get_interface(message).map { String(cString: $0) } ?? ""
+        let member = dbus_message_get_member(message).map { String(cString: $0) } ?? ""
+        let signature = dbus_message_get_signature(message).map { String(cString: $0) } ?? ""
+        let decoded = MessageCodec.decodeBody(message)
+        let call = MethodCall(
+            responder: MessageResponder(message: message, connection: self), sender: Self.sender(of: message) ?? "",
+            path: path, interface: interface, member: member, arguments: decoded ?? [], signature: signature,
+            wantsReply: dbus_message_get_no_reply(message) == 0)
+        if decoded == nil {
+            call.fail(.invalidArgs("file descriptors are not accepted"))
+        } else {
+            Dispatcher.dispatch(call, in: tree)
         }
         return DBUS_HANDLER_RESULT_HANDLED
     }

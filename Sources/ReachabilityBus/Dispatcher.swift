@@ -1,119 +1,81 @@
-/// Finds what handles a method call, checking the object, interface, member and
-/// argument signature, and implements the standard interfaces on top of the tables.
+/// Finds what handles a method call and answers it: every call gets a reply or
+/// a named error. The call's arguments are decoded whole before this runs, and a
+/// handler runs only when they match its declared signature, so no handler can
+/// read an argument that is not there.
+///
+/// Order of the search: the interface the call names (one of the object's
+/// tables, or a standard interface the path implements); for a call without an
+/// interface, the first of the object's tables with that member, then the
+/// standard interfaces.
 enum Dispatcher {
-    struct Target {
+    struct Handler {
         let interface: String
+        let input: String
         let output: String
         let invoke: (MethodCall) throws(BusError) -> [DBusValue]?
     }
 
-    static func resolve(
-        connection: BusConnection, path: ObjectPath, interface: String, member: String, signature: String
-    ) -> Result<Target, BusError> {
-        func expecting(_ input: String, _ output: String, _ iface: String,
-                       _ invoke: @escaping (MethodCall) throws(BusError) -> [DBusValue]?) -> Result<Target, BusError> {
-            guard signature == input else {
-                return .failure(.invalidArgs(
-                    "\(iface).\(member) takes arguments of signature '\(input)', not '\(signature)'"))
-            }
-            return .success(Target(interface: iface, output: output, invoke: invoke))
+    /// Answers `call` now, or lets its handler answer later.
+    static func dispatch(_ call: MethodCall, in tree: ObjectTree) {
+        let handler: Handler
+        switch route(path: call.path, interface: call.interface, member: call.member, in: tree) {
+        case .failure(let error): return call.fail(error)
+        case .success(let found): handler = found
         }
-
-        // Introspection works on every path, so tools can walk the tree.
-        if member == "Introspect" && (interface == StandardInterfaces.introspectable || interface.isEmpty) {
-            return expecting("", "s", StandardInterfaces.introspectable) { _ in
-                [.string(connection.introspect(path))]
-            }
+        guard call.signature == handler.input else {
+            return call.fail(.invalidArgs(
+                "\(handler.interface).\(call.member) takes arguments of signature '\(handler.input)', "
+                    + "not '\(call.signature)'"))
         }
-
-        guard let object = connection.objects[path] else {
-            return .failure(.unknownObject("no object at \(path.rawValue)"))
+        call.interface = handler.interface
+        call.expectedOutput = handler.output
+        do {
+            if let values = try handler.invoke(call) { call.reply(values) }
+        } catch {
+            call.fail(error)
         }
-
-        switch interface {
-        case StandardInterfaces.properties:
-            return properties(object, member: member, expecting: expecting)
-        case StandardInterfaces.objectManager where path == connection.objectManagerPath:
-            guard member == "GetManagedObjects" else { break }
-            return expecting("", "a{oa{sa{sv}}}", interface) { _ in [connection.managedObjects(path)] }
-        case StandardInterfaces.introspectable, StandardInterfaces.objectManager:
-            break
-        case "":
-            // No interface given: the first interface with that member.
-            for candidate in object.interfaces {
-                if let method = candidate.table.methods[member] {
-                    let owner = candidate.owner
-                    return expecting(method.input, method.output, candidate.name) { call throws(BusError) in
-                        try method.invoke(owner, call)
-                    }
-                }
-            }
-        default:
-            guard let bound = object.interface(interface) else {
-                return .failure(.unknownInterface("\(path.rawValue) has no interface \(interface)"))
-            }
-            if let method = bound.table.methods[member] {
-                let owner = bound.owner
-                return expecting(method.input, method.output, interface) { call throws(BusError) in
-                    try method.invoke(owner, call)
-                }
-            }
-        }
-        return .failure(.unknownMethod(
-            "\(path.rawValue) has no method \(member)\(interface.isEmpty ? "" : " in \(interface)")"))
     }
 
-    private static func properties(
-        _ object: ExportedObject, member: String,
-        expecting: (String, String, String, @escaping (MethodCall) throws(BusError) -> [DBusValue]?)
-            -> Result<Target, BusError>
-    ) -> Result<Target, BusError> {
-        let iface = StandardInterfaces.properties
-        func lookup(_ call: MethodCall) throws(BusError) -> (BoundInterface?, String) {
-            let name = call.string(0)
-            if name.isEmpty { return (nil, call.string(1)) }
-            if let bound = object.interface(name) { return (bound, call.string(1)) }
-            if [StandardInterfaces.properties, StandardInterfaces.introspectable, StandardInterfaces.peer,
-                StandardInterfaces.objectManager].contains(name)
-            {
-                return (nil, call.string(1))
+    static func route(path: ObjectPath, interface: String, member: String, in tree: ObjectTree)
+        -> Result<Handler, BusError>
+    {
+        let object = tree.object(at: path)
+        let standard = tree.standardInterfaces(at: path)
+        func own(_ bound: BoundInterface, _ method: ErasedInterface.ErasedMethod) -> Handler {
+            let owner = bound.owner
+            return Handler(interface: bound.name, input: method.input, output: method.output) {
+                call throws(BusError) in try method.invoke(owner, call)
             }
-            throw .unknownInterface("\(object.path.rawValue) has no interface \(name)")
         }
-        func find(_ call: MethodCall) throws(BusError) -> (BoundInterface, Int) {
-            let (bound, name) = try lookup(call)
-            let candidates = bound.map { [$0] } ?? object.interfaces
-            for c in candidates {
-                if let p = c.property(name) { return (c, p) }
+        func builtIn(_ standard: StandardInterface, _ method: StandardInterface.Method) -> Handler {
+            Handler(interface: standard.name, input: method.input, output: method.output) {
+                call throws(BusError) in try method.invoke(tree, call)
             }
-            let scope = call.string(0).isEmpty ? "" : " in \(call.string(0))"
-            throw .unknownProperty("\(object.path.rawValue) has no property \(name)\(scope)")
         }
-        switch member {
-        case "Get":
-            return expecting("ss", "v", iface) { call throws(BusError) in
-                let (bound, index) = try find(call)
-                return [.variant(bound.value(index))]
+        let noObject = BusError.unknownObject("no object at \(path.rawValue)")
+
+        if interface.isEmpty {
+            for bound in object?.interfaces ?? [] {
+                if let method = bound.table.methods[member] { return .success(own(bound, method)) }
             }
-        case "GetAll":
-            return expecting("s", "a{sv}", iface) { call throws(BusError) in
-                let name = call.string(0)
-                if let bound = object.interface(name) { return [bound.allProperties()] }
-                if name.isEmpty {
-                    return [.vardict(object.interfaces.flatMap { i in
-                        i.table.properties.indices.map { (i.table.properties[$0].name, i.value($0)) }
-                    })]
-                }
-                _ = try lookup(call)
-                return [.vardict([])]
+            for candidate in standard {
+                if let method = candidate.method(member) { return .success(builtIn(candidate, method)) }
             }
-        case "Set":
-            return expecting("ssv", "", iface) { call throws(BusError) in
-                let (bound, _) = try find(call)
-                throw .propertyReadOnly("property \(call.string(1)) of \(bound.name) is read-only")
-            }
-        default:
-            return .failure(.unknownMethod("\(iface) has no method \(member)"))
+            return .failure(object == nil ? noObject : .unknownMethod("\(path.rawValue) has no method \(member)"))
         }
+        if let candidate = standard.first(where: { $0.name == interface }) {
+            guard let method = candidate.method(member) else {
+                return .failure(.unknownMethod("\(interface) has no method \(member)"))
+            }
+            return .success(builtIn(candidate, method))
+        }
+        guard let object else { return .failure(noObject) }
+        guard let bound = object.interface(interface) else {
+            return .failure(.unknownInterface("\(path.rawValue) has no interface \(interface)"))
+        }
+        guard let method = bound.table.methods[member] else {
+            return .failure(.unknownMethod("\(path.rawValue) has no method \(member) in \(interface)"))
+        }
+        return .success(own(bound, method))
     }
 }

@@ -67,15 +67,15 @@ public struct BoundInterface {
 public final class ExportedObject {
     public let path: ObjectPath
     let interfaces: [BoundInterface]
-    private unowned let connection: BusConnection
+    private unowned let tree: ObjectTree
     /// The values last announced (or first exported): per interface, in the order
     /// of its table's `announcedIndices`.
     private var announced: [[DBusValue]]
 
-    init(path: ObjectPath, interfaces: [BoundInterface], connection: BusConnection) {
+    init(path: ObjectPath, interfaces: [BoundInterface], tree: ObjectTree) {
         self.path = path
         self.interfaces = interfaces
-        self.connection = connection
+        self.tree = tree
         announced = interfaces.map { i in i.table.announcedIndices.map { i.value($0) } }
     }
 
@@ -95,7 +95,7 @@ public final class ExportedObject {
             }
             guard !changed.isEmpty else { continue }
             let invalidated = interface.table.properties.filter { $0.emits == .invalidates }.map(\.name)
-            connection.emitSignal(path: path, interface: StandardInterfaces.properties, name: "PropertiesChanged",
+            tree.emit(path, StandardInterface.properties.name, "PropertiesChanged",
                                   [.string(interface.name), .vardict(changed), .strings(invalidated)])
         }
     }
@@ -111,7 +111,7 @@ public final class ExportedObject {
             Log.error("\(interface).\(signal.name) sent with '\(values.signature)', declared '\(signal.signature)'")
             return
         }
-        connection.emitSignal(path: path, interface: interface, name: signal.name, values)
+        tree.emit(path, interface, signal.name, values)
     }
 
     /// `a{sa{sv}}`: every interface with its properties (for ObjectManager).
@@ -124,96 +124,4 @@ public final class ExportedObject {
 extension Interface {
     /// This table with `owner` bound in, for `BusConnection.export(at:interfaces:)`.
     public func bound(to owner: Owner) -> BoundInterface { BoundInterface(table: erased, owner: owner) }
-}
-
-extension BusConnection {
-    /// Exports `owner` at `path` with the given interface tables.
-    @discardableResult
-    public func export<Owner: AnyObject>(
-        _ owner: Owner, at path: ObjectPath, interfaces: [Interface<Owner>]
-    ) -> ExportedObject {
-        export(at: path, interfaces: interfaces.map { $0.bound(to: owner) })
-    }
-
-    /// Exports interfaces (possibly of different owners) at `path`. An object below
-    /// the ObjectManager path is announced with `InterfacesAdded`.
-    @discardableResult
-    public func export(at path: ObjectPath, interfaces: [BoundInterface]) -> ExportedObject {
-        let object = ExportedObject(path: path, interfaces: interfaces, connection: self)
-        objects[path] = object
-        if let manager = managerAbove(path) {
-            emitSignal(path: manager, interface: StandardInterfaces.objectManager, name: "InterfacesAdded",
-                       [.objectPath(path), object.interfacesAndProperties()])
-        }
-        return object
-    }
-
-    /// Removes the object at `path`, announcing it with `InterfacesRemoved`.
-    public func unexport(_ path: ObjectPath) {
-        guard let object = objects.removeValue(forKey: path) else { return }
-        if let manager = managerAbove(path) {
-            emitSignal(path: manager, interface: StandardInterfaces.objectManager, name: "InterfacesRemoved",
-                       [.objectPath(path), .strings(object.interfaces.map(\.name))])
-        }
-    }
-
-    /// Serves `org.freedesktop.DBus.ObjectManager` at `path` for every object below it.
-    public func addObjectManager(at path: ObjectPath) {
-        objectManagerPath = path
-    }
-
-    /// The number of exported objects.
-    public var exportedObjectCount: Int { objects.count }
-
-    func managerAbove(_ path: ObjectPath) -> ObjectPath? {
-        guard let manager = objectManagerPath, path != manager,
-            path.rawValue.hasPrefix(manager.rawValue == "/" ? "/" : manager.rawValue + "/")
-        else { return nil }
-        return manager
-    }
-
-    /// The objects managed by `manager` as `a{oa{sa{sv}}}`.
-    func managedObjects(_ manager: ObjectPath) -> DBusValue {
-        let entries = objects.keys.sorted().compactMap { path -> DBusValue.DictionaryEntry? in
-            guard managerAbove(path) == manager, let object = objects[path] else { return nil }
-            return .init(.objectPath(path), object.interfacesAndProperties())
-        }
-        return .dictionary(keySignature: "o", valueSignature: "a{sa{sv}}", entries)
-    }
-
-    /// The names of the direct children of `path` among exported paths.
-    func childNames(of path: ObjectPath) -> [String] {
-        let prefix = path.rawValue == "/" ? "/" : path.rawValue + "/"
-        var names = Set<String>()
-        for p in objects.keys where p.rawValue.hasPrefix(prefix) && p != path {
-            let rest = p.rawValue.dropFirst(prefix.count)
-            names.insert(String(rest.prefix { $0 != "/" }))
-        }
-        return names.sorted()
-    }
-
-    /// Introspection data for `path`: its interfaces as the contract documents
-    /// them, the standard interfaces, and its children.
-    func introspect(_ path: ObjectPath) -> String {
-        var xml = """
-            <!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
-            <node>
-
-            """
-        if let object = objects[path] {
-            for interface in object.interfaces {
-                xml += interface.table.introspection + "\n"
-            }
-            xml += StandardInterfaces.xml
-            if path == objectManagerPath { xml += StandardInterfaces.objectManagerXML }
-        } else {
-            xml += StandardInterfaces.navigationXML
-        }
-        for child in childNames(of: path) {
-            xml += "  <node name=\"\(child)\"/>\n"
-        }
-        xml += "</node>\n"
-        return xml
-    }
 }

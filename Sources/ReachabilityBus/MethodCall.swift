@@ -1,44 +1,73 @@
 import CDBus
 
+/// Where a call's answer goes: the bus, or a recorder in tests.
+protocol CallResponder: AnyObject {
+    func send(reply values: [DBusValue], to call: MethodCall)
+    func send(error: BusError, to call: MethodCall)
+}
+
 /// An incoming method call. Answer it once, with `reply` or `fail`; the
 /// dispatcher does that for handlers that return synchronously. A call
 /// dropped unanswered is answered with `org.freedesktop.DBus.Error.Failed`.
 public final class MethodCall {
-    private let message: OpaquePointer
-    private weak var connection: BusConnection?
+    private let responder: CallResponder
     /// The caller's unique bus name (":1.42").
     public let sender: String
     public let path: ObjectPath
-    public let interface: String
+    /// The interface the call named; once dispatched, the one that handles it.
+    public internal(set) var interface: String
     public let member: String
-    public let arguments: [DBusValue]
-    let expectedOutput: String
-    private var answered = false
+    /// Every argument, decoded before dispatch.
+    let arguments: [DBusValue]
+    /// The arguments' signature, as the message carries it.
+    let signature: String
+    var expectedOutput = ""
+    private var answered: Bool
 
-    init(message: OpaquePointer, connection: BusConnection, path: ObjectPath, interface: String,
-         member: String, arguments: [DBusValue], expectedOutput: String) {
-        dbus_message_ref(message)
-        self.message = message
-        self.connection = connection
-        self.sender = dbus_message_get_sender(message).map { String(cString: $0) } ?? ""
+    init(responder: CallResponder, sender: String, path: ObjectPath, interface: String, member: String,
+         arguments: [DBusValue], signature: String? = nil, wantsReply: Bool = true) {
+        self.responder = responder
+        self.sender = sender
         self.path = path
         self.interface = interface
         self.member = member
         self.arguments = arguments
-        self.expectedOutput = expectedOutput
+        self.signature = signature ?? arguments.signature
         // A caller that asked for no reply gets none.
-        self.answered = dbus_message_get_no_reply(message) != 0
+        self.answered = !wantsReply
     }
 
     deinit {
         if !answered {
             fail(.failed("\(interface).\(member) was not answered"))
         }
-        dbus_message_unref(message)
     }
 
-    /// The string argument at `index` (the dispatcher has checked the signature).
-    public func string(_ index: Int) -> String { arguments[index].stringValue ?? "" }
+    /// The argument at `index`. The dispatcher has checked the signature against
+    /// the handler's declaration; a handler that reads past it, or a type it did
+    /// not declare, gets `InvalidArgs` instead of a crash.
+    public func argument(_ index: Int) throws(BusError) -> DBusValue {
+        guard arguments.indices.contains(index) else {
+            throw .invalidArgs("\(interface).\(member) has no argument \(index) (signature '\(signature)')")
+        }
+        return arguments[index]
+    }
+
+    /// The string argument at `index`.
+    public func string(_ index: Int) throws(BusError) -> String {
+        guard let value = try argument(index).stringValue else {
+            throw .invalidArgs("argument \(index) of \(interface).\(member) is not a string")
+        }
+        return value
+    }
+
+    /// The object path argument at `index`.
+    public func objectPath(_ index: Int) throws(BusError) -> ObjectPath {
+        guard case .objectPath(let path) = try argument(index) else {
+            throw .invalidArgs("argument \(index) of \(interface).\(member) is not an object path")
+        }
+        return path
+    }
 
     /// Sends the reply. Values whose signature is not the declared one are a
     /// programming error, answered with `Failed` and logged instead of sent.
@@ -47,22 +76,41 @@ public final class MethodCall {
         answered = true
         guard values.signature == expectedOutput else {
             Log.error("reply to \(interface).\(member) has signature '\(values.signature)', declared '\(expectedOutput)'")
-            send(error: .failed("internal error: reply of \(member) does not match its declaration"))
+            responder.send(error: .failed("internal error: reply of \(member) does not match its declaration"),
+                           to: self)
             return
         }
-        guard let connection, let reply = connection.replies.methodReturn(to: message, values) else { return }
-        defer { dbus_message_unref(reply) }
-        connection.send(reply)
+        responder.send(reply: values, to: self)
     }
 
     /// Sends `error` as the reply.
     public func fail(_ error: BusError) {
         guard !answered else { return }
         answered = true
-        send(error: error)
+        responder.send(error: error, to: self)
+    }
+}
+
+/// Answers a call that came in a libdbus message, on the connection it came from.
+final class MessageResponder: CallResponder {
+    private let message: OpaquePointer
+    private weak var connection: BusConnection?
+
+    init(message: OpaquePointer, connection: BusConnection) {
+        dbus_message_ref(message)
+        self.message = message
+        self.connection = connection
     }
 
-    private func send(error: BusError) {
+    deinit { dbus_message_unref(message) }
+
+    func send(reply values: [DBusValue], to call: MethodCall) {
+        guard let connection, let reply = connection.replies.methodReturn(to: message, values) else { return }
+        defer { dbus_message_unref(reply) }
+        connection.send(reply)
+    }
+
+    func send(error: BusError, to call: MethodCall) {
         guard let reply = dbus_message_new_error(message, error.name, error.message) else { return }
         defer { dbus_message_unref(reply) }
         connection?.send(reply)

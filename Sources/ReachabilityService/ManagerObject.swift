@@ -24,20 +24,19 @@ public final class ManagerObject {
         Names.managerInterface,
         methods: [
             Method("WatchHost", input: "s", output: "o") { manager, call throws(BusError) in
-                let input = try TargetInput.validHost(call.string(0))
+                let input = try TargetInput.validHost(try call.string(0))
                 return [.objectPath(try manager.registry.watch(input, client: call.sender))]
             },
             Method("WatchAddress", input: "s", output: "o") { manager, call throws(BusError) in
-                let input = try TargetInput.validAddress(call.string(0))
+                let input = try TargetInput.validAddress(try call.string(0))
                 return [.objectPath(try manager.registry.watch(input, client: call.sender))]
             },
             Method("Release", input: "o") { manager, call throws(BusError) in
-                guard case .objectPath(let path) = call.arguments[0] else { return [] }
-                try manager.registry.release(path, client: call.sender)
+                try manager.registry.release(try call.objectPath(0), client: call.sender)
                 return []
             },
             Method("Query", input: "s", output: "uia{sv}") { manager, call throws(BusError) in
-                let text = call.string(0)
+                let text = try call.string(0)
                 let input = text.isEmpty ? nil : try TargetInput.validHost(text)
                 return try manager.evaluator.query(
                     input, watched: input.flatMap(manager.registry.object(for:)), call: call)
