@@ -155,7 +155,9 @@ open class NetworkReachabilityManager: @unchecked Sendable {
             defer { state = nil }
             return state?.id
         }) else { return }
-        Runtime.shared.loop.perform { Runtime.shared.unsubscribe(id) }
+        // Later, not inline: from `deinit` this may run on the loop thread in the middle
+        // of delivering an update to the very feed it would close.
+        Runtime.shared.loop.later { Runtime.shared.unsubscribe(id) }
     }
 
     private func received(_ state: ReachabilityState, id: Int) {
@@ -234,7 +236,7 @@ public struct ReachabilityUpdates: AsyncSequence, Sendable {
                     if let failure { continuation.finish(throwing: failure) }
                 }
             }
-            continuation.onTermination = { _ in Runtime.shared.loop.perform { Runtime.shared.unsubscribe(id) } }
+            continuation.onTermination = { _ in Runtime.shared.loop.later { Runtime.shared.unsubscribe(id) } }
         }
         return AsyncIterator(base: stream.makeAsyncIterator())
     }

@@ -235,5 +235,25 @@ public final class LoopThread: Sendable {
         }, pointer, Callback.release)
     }
 
+    /// Runs `body` on the loop's thread in a later iteration, never inside the
+    /// caller — also when the caller is the loop's thread. For work that must not
+    /// run in the middle of whatever the loop is doing now: a `deinit` that runs on
+    /// the loop because the last reference went while an update was delivered
+    /// must not tear the target down inside that delivery.
+    /// Wraps `g_idle_source_new` and `g_source_attach`.
+    public func later(_ body: @escaping @Sendable () -> Void) {
+        let callback = Callback {
+            _ = LoopThread.handover.load(ordering: .acquiring)
+            body()
+            return false
+        }
+        let source = g_idle_source_new()!
+        g_source_set_priority(source, G_PRIORITY_DEFAULT)
+        g_source_set_callback(source, Callback.sourceFunc, callback.retainedPointer, Callback.release)
+        Self.handover.add(1, ordering: .releasing)
+        g_source_attach(source, context)
+        g_source_unref(source)
+    }
+
     private static let handover = Atomic<Int>(0)
 }

@@ -1,15 +1,36 @@
 import Foundation
+import Glibc
 import Reachability
 import Synchronization
 
 /// What reachctl prints, and how: lines written straight to the descriptors,
 /// so that `watch` reaches a pipe line by line.
 enum Output {
-    static func line(_ text: String, to handle: FileHandle = .standardOutput) {
-        handle.write(Data((text + "\n").utf8))
+    /// Writes `text` and a newline to `fd` with write(2), whole. A reader that
+    /// went away (`reachctl … | head -1`) ends the program the way it ends
+    /// coreutils: silently, by SIGPIPE. Any other failure to write to standard
+    /// output ends it with status 2 and one line on standard error.
+    static func line(_ text: String, to fd: Int32 = STDOUT_FILENO) {
+        var bytes = Array((text + "\n").utf8)[...]
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if written >= 0 {
+                bytes = bytes.dropFirst(written)
+                continue
+            }
+            let error = errno
+            if error == EINTR { continue }
+            if error == EPIPE {
+                signal(SIGPIPE, SIG_DFL)
+                raise(SIGPIPE)
+            }
+            guard fd != STDERR_FILENO else { exit(2) }
+            line("reachctl: cannot write to standard output: \(String(cString: strerror(error)))", to: STDERR_FILENO)
+            exit(2)
+        }
     }
 
-    static func error(_ message: String) { line("reachctl: " + message, to: .standardError) }
+    static func error(_ message: String) { line("reachctl: " + message, to: STDERR_FILENO) }
 
     private static let notedInProcess = Atomic<Bool>(false)
 
@@ -17,7 +38,7 @@ enum Output {
     static func noteInProcess(forced: Bool) {
         guard !notedInProcess.exchange(true, ordering: .relaxed) else { return }
         let why = forced ? "--no-daemon" : "no reachabilityd on the system bus"
-        line("reachctl: \(why); evaluating in this process", to: .standardError)
+        line("reachctl: \(why); evaluating in this process", to: STDERR_FILENO)
     }
 
     static func state(_ state: ReachabilityState, of manager: NetworkReachabilityManager, json: Bool, time: Date?) {
