@@ -3,10 +3,14 @@
 // tests drive it through standard input; it is also a runnable example.
 //
 //   reachability-example [--daemon | --no-daemon] [TARGET]
+//   reachability-example [--daemon | --no-daemon] --churn N [TARGET]
 //
 // Prints "mode daemon|in-process", then "status S flags F" for every listener
 // call. Reads commands, one per line: "stop", "start", "flags" (prints the
-// `flags` property), "exit".
+// `flags` property), "exit". With `--churn N` it instead creates N managers one
+// after another, starts each listening and drops it at once, whatever is being
+// delivered to it (a stress test of the library's teardown), then prints
+// "churned N".
 import Dispatch
 import Foundation
 import Reachability
@@ -26,7 +30,22 @@ var arguments = Array(CommandLine.arguments.dropFirst())
 var mode: ReachabilityMode?
 if let index = arguments.firstIndex(of: "--daemon") { mode = .daemon; arguments.remove(at: index) }
 if let index = arguments.firstIndex(of: "--no-daemon") { mode = .inProcess; arguments.remove(at: index) }
+var churn: Int?
+if let index = arguments.firstIndex(of: "--churn"), index + 1 < arguments.count {
+    churn = Int(arguments[index + 1])
+    arguments.removeSubrange(index...index + 1)
+}
 let target = arguments.first.map(ReachabilityTarget.init) ?? .internet
+
+if let churn {
+    let queue = DispatchQueue(label: "churn")
+    for _ in 0..<churn {
+        let manager = try? NetworkReachabilityManager(target: target, mode: mode)
+        manager?.startListening(onQueue: queue) { _ in }
+    }
+    say("churned \(churn)")
+    exit(0)
+}
 
 let manager: NetworkReachabilityManager
 do {
