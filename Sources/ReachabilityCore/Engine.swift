@@ -84,15 +84,44 @@ public enum Engine {
     }
 
     /// The internet target (Apple's `reachabilityForInternetConnection`, address 0.0.0.0):
-    /// the default routes of both families. It never carries `IsDirect` or `IsLocalAddress`.
+    /// per family, the paths the kernel gives packets to the internet destinations
+    /// (`internetPath`). It never carries `IsDirect` or `IsLocalAddress`.
+    ///
+    /// Captive portal, one story: while NetworkManager's global connectivity is
+    /// `portal`, every path gets `ConnectionRequired` and `InterventionRequired`,
+    /// so whichever family ranks best the target is not reachable (Status 0), and
+    /// `Connectivity`, `Flags`, `Status`, `ReachableIPv4` and `ReachableIPv6`
+    /// never disagree: no "online" beside a login page.
     public static func evaluateInternet(_ facts: NetworkFacts) -> TargetState {
         guard facts.backend != .none else { return .unknown }
         let paths = AddressFamily.allCases.map { family in
-            var path = evaluatePath(family: family, route: facts.defaultRoutes[family], facts: facts)
-            path.flags.subtract([.isDirect, .isLocalAddress])
+            var path = internetPath(family: family, facts: facts)
+            if facts.connectivity == .portal {
+                path.flags.formUnion([.connectionRequired, .interventionRequired])
+            }
             return path
         }
         return state(from: paths, facts: facts, connectivity: facts.connectivity)
+    }
+
+    /// One family's path to the internet, from the kernel's answers for each of
+    /// its internet destinations: the best-ranked path, and among equally ranked
+    /// ones the path most destinations take (a split tunnel or a lab route that
+    /// covers one destination does not speak for the internet); ties go to the
+    /// destination asked first. Without `IsDirect` and `IsLocalAddress`.
+    public static func internetPath(family: AddressFamily, facts: NetworkFacts) -> Path {
+        let paths = (facts.internetRoutes[family] ?? []).map { route in
+            var path = evaluatePath(family: family, route: route, facts: facts)
+            path.flags.subtract([.isDirect, .isLocalAddress])
+            return path
+        }
+        guard let topRank = paths.map(\.rank).max() else { return .unreachable(family) }
+        var best: (path: Path, count: Int)?
+        for path in paths where path.rank == topRank {
+            let count = paths.lazy.filter { $0 == path }.count
+            if best == nil || count > best!.count { best = (path, count) }
+        }
+        return best!.path
     }
 
     /// Composes evaluated paths into a target's state.

@@ -1,7 +1,7 @@
 import Testing
 @testable import ReachabilityCore
 
-/// Facts for one interface `eth0` (index 2) with the given default routes and device.
+/// Facts for one interface `eth0` (index 2) with the given routes to the internet and device.
 private func facts(
     v4: RouteFact? = nil, v6: RouteFact? = nil, device: DeviceFact? = nil,
     link: LinkFact = LinkFact(index: 2, name: "eth0", isUp: true, hasCarrier: true, operState: .up,
@@ -10,11 +10,8 @@ private func facts(
 ) -> NetworkFacts {
     var devices: [String: DeviceFact] = [:]
     for d in [device].compactMap({ $0 }) + extraDevices { devices[d.interface] = d }
-    var routes: [AddressFamily: RouteFact] = [:]
-    routes[.ipv4] = v4
-    routes[.ipv6] = v6
     return NetworkFacts(backend: .networkManager, connectivity: connectivity, devices: devices,
-                        links: [2: link], defaultRoutes: routes)
+                        links: [2: link], internetRoutes: [.ipv4: [v4], .ipv6: [v6]])
 }
 
 private let viaGateway = RouteFact(kind: .unicast, hasGateway: true, interfaceIndex: 2)
