@@ -161,6 +161,48 @@ def test_captive_portal(online):
     recorder.assert_announced(mark)
 
 
+def device_connectivity(lab) -> tuple:
+    """NetworkManager's (Ip4Connectivity, Ip6Connectivity) of nmveth0, as names."""
+    path = lab.client.call(harness.NM_NAME, harness.NM_PATH, harness.NM_IFACE, "GetDeviceByIpIface", "s",
+                           (harness.NM_IFNAME,))[0]
+    return tuple(harness.NM_CONNECTIVITY[lab.nm_get(name, path, "org.freedesktop.NetworkManager.Device")]
+                 for name in ("Ip4Connectivity", "Ip6Connectivity"))
+
+
+def test_captive_portal_whichever_family_ranks_best(online):
+    """IPv4 behind a portal, IPv6's check failing (limited): NetworkManager's global connectivity
+    is "portal" (it ranks portal above limited), and the internet target must say so in its Flags
+    and Status too -- ConnectionRequired|InterventionRequired, Status 0, ReachableIPv6 false --
+    although the IPv6 path alone would rank best. Connectivity, Flags and Status never disagree
+    on the way in or out: exactly one StatusChanged each way."""
+    lab, recorder = online.lab, online.recorder
+    mark = recorder.mark()
+
+    lab.conncheck.set_ipv6_response("")
+    lab.set_portal(True)
+    assert lab.check_connectivity() == "portal", "NetworkManager's global connectivity is not portal"
+    harness.wait_until(lambda: device_connectivity(lab) == ("portal", "limited"), harness.CHANGE_TIMEOUT,
+                       "nmveth0: IPv4 portal, IPv6 limited", lambda: f"  now: {device_connectivity(lab)}",
+                       poll=0.05)
+    portal = {"Connectivity": "portal", "Flags": PORTAL_FLAGS, "Status": 0, "Reachable": False,
+              "ConnectionRequired": True, "ReachableViaEthernet": False, "ReachableIPv4": False,
+              "ReachableIPv6": False, "Interface": harness.NM_IFNAME, "Vpn": False}
+    recorder.wait_answer(portal, "the captive-portal answer although IPv6 alone is limited", mark=mark)
+    assert online.refresh() == (PORTAL_FLAGS, 0)
+    for event in recorder.since(mark, "properties"):
+        shown = event.target
+        if shown.get("Connectivity") == "portal":
+            assert shown.get("Status") == 0 and shown.get("Flags") == PORTAL_FLAGS, (
+                "Connectivity portal beside other Flags or Status:\n" + recorder.describe(mark))
+
+    lab.conncheck.set_ipv6_response(None)
+    lab.set_portal(False)
+    assert lab.check_connectivity() == "full"
+    recorder.wait_answer(CONNECTED, "the connected answer after the portal was passed", mark=mark)
+    assert recorder.status_changes(mark) == [(0, PORTAL_FLAGS), (2, REACHABLE)], recorder.describe(mark)
+    recorder.assert_announced(mark)
+
+
 def test_limited_connectivity_keeps_reachable(online):
     """The conncheck server is down: Connectivity "limited", and Flags stay Reachable (packets still
     leave the machine): no StatusChanged, and no PropertiesChanged mentions Flags or Status."""

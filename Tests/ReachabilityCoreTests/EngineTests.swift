@@ -178,6 +178,112 @@ struct InternetTargetTests {
     }
 }
 
+@Suite("The internet's path from the kernel's answers for several destinations")
+struct InternetPathTests {
+    private static let eth0 = LinkFact(index: 2, name: "eth0", isUp: true, hasCarrier: true, operState: .up,
+                                       kernelType: .ethernet, isTunnel: false)
+    private static let wg0 = LinkFact(index: 3, name: "wg0", isUp: true, hasCarrier: true, operState: .unknown,
+                                      kernelType: .other, isTunnel: true)
+    private static let eth1 = LinkFact(index: 4, name: "eth1", isUp: true, hasCarrier: false, operState: .down,
+                                       kernelType: .ethernet, isTunnel: false)
+    private static let viaEth0 = RouteFact(kind: .unicast, hasGateway: true, interfaceIndex: 2)
+    private static let viaWg0 = RouteFact(kind: .unicast, hasGateway: false, interfaceIndex: 3)
+    private static let viaEth1 = RouteFact(kind: .unicast, hasGateway: true, interfaceIndex: 4)
+
+    private func facts(_ v4: [RouteFact?], _ v6: [RouteFact?] = [], connectivity: Connectivity = .unknown)
+        -> NetworkFacts
+    {
+        NetworkFacts(backend: .kernel, connectivity: connectivity,
+                     links: [2: Self.eth0, 3: Self.wg0, 4: Self.eth1], internetRoutes: [.ipv4: v4, .ipv6: v6])
+    }
+
+    @Test("a split tunnel that covers one destination does not speak for the internet")
+    func splitTunnel() {
+        let state = Engine.evaluateInternet(facts([Self.viaWg0, Self.viaEth0, Self.viaEth0]))
+        #expect(state.interface == "eth0")
+        #expect(!state.isVPN)
+        #expect(state.flags == .reachable)
+    }
+
+    @Test("a full tunnel covers every destination: the VPN, without IsDirect")
+    func fullTunnel() {
+        let state = Engine.evaluateInternet(facts([Self.viaWg0, Self.viaWg0, Self.viaWg0]))
+        #expect(state.interface == "wg0")
+        #expect(state.isVPN)
+        #expect(state.flags == [.reachable, .transientConnection])
+    }
+
+    @Test("a usable answer outranks answers through a dead link; ties go to the first destination")
+    func rankFirst() {
+        let state = Engine.evaluateInternet(facts([Self.viaEth1, nil, Self.viaEth0]))
+        #expect(state.interface == "eth0")
+        #expect(state.flags == .reachable)
+        #expect(Engine.internetPath(family: .ipv4, facts: facts([Self.viaWg0, Self.viaEth0])).interface == "wg0")
+        #expect(Engine.internetPath(family: .ipv4, facts: facts([Self.viaEth1, nil])).flags == [])
+    }
+
+    @Test("no answer at all (no route, reject routes): not reachable, no interface")
+    func noRoute() {
+        let unusable = RouteFact(kind: .unusable, hasGateway: false, interfaceIndex: 1)
+        let state = Engine.evaluateInternet(facts([nil, unusable, nil]))
+        #expect(state.flags == [])
+        #expect(state.interface == "")
+        #expect(!state.reachableIPv4 && !state.reachableIPv6)
+    }
+
+    @Test("IPv6 only: reachable through IPv6 alone")
+    func ipv6Only() {
+        let state = Engine.evaluateInternet(facts([nil, nil, nil], [Self.viaEth0, Self.viaEth0, Self.viaEth0]))
+        #expect(state.flags == .reachable)
+        #expect(!state.reachableIPv4 && state.reachableIPv6)
+        #expect(state.interface == "eth0")
+    }
+}
+
+@Suite("Captive portal on the internet target, one story")
+struct InternetPortalTests {
+    private static let eth0 = LinkFact(index: 2, name: "eth0", isUp: true, hasCarrier: true, operState: .up,
+                                       kernelType: .ethernet, isTunnel: false)
+    private static let route = RouteFact(kind: .unicast, hasGateway: true, interfaceIndex: 2)
+
+    private func facts(global: Connectivity, v4: Connectivity, v6: Connectivity) -> NetworkFacts {
+        let device = DeviceFact(interface: "eth0", type: .ethernet, activity: .activated,
+                                connectivityIPv4: v4, connectivityIPv6: v6)
+        return NetworkFacts(backend: .networkManager, connectivity: global, devices: ["eth0": device],
+                            links: [2: Self.eth0], internetRoutes: [.ipv4: [Self.route], .ipv6: [Self.route]])
+    }
+
+    @Test("global portal: ConnectionRequired|InterventionRequired, Status 0, whichever family ranks best",
+          arguments: [(Connectivity.portal, Connectivity.limited), (.limited, .portal), (.full, .full),
+                      (.portal, .portal), (.unknown, .unknown)])
+    func globalPortal(v4: Connectivity, v6: Connectivity) {
+        let state = Engine.evaluateInternet(facts(global: .portal, v4: v4, v6: v6))
+        #expect(state.flags == [.reachable, .connectionRequired, .interventionRequired])
+        #expect(state.status == .notReachable)
+        #expect(state.connectivity == .portal)
+        #expect(!state.isReachable && !state.reachableIPv4 && !state.reachableIPv6)
+    }
+
+    @Test("global portal without any route: still ConnectionRequired|InterventionRequired, Status 0")
+    func portalWithoutRoute() {
+        var facts = facts(global: .portal, v4: .portal, v6: .portal)
+        facts.internetRoutes = [.ipv4: [nil], .ipv6: [nil]]
+        let state = Engine.evaluateInternet(facts)
+        #expect(state.flags == [.connectionRequired, .interventionRequired])
+        #expect(state.status == .notReachable)
+        #expect(state.connectivity == .portal)
+    }
+
+    @Test("not portal globally: a family behind a portal loses to one that is not")
+    func otherFamilyWins() {
+        let state = Engine.evaluateInternet(facts(global: .limited, v4: .portal, v6: .limited))
+        #expect(state.flags == .reachable)
+        #expect(state.status == .reachableViaWiFi)
+        #expect(state.connectivity == .limited)
+        #expect(!state.reachableIPv4 && state.reachableIPv6)
+    }
+}
+
 @Suite("Ranking")
 struct RankingTests {
     private func path(_ family: AddressFamily, _ flags: ReachabilityFlags, _ name: String) -> Engine.Path {
