@@ -106,6 +106,51 @@ def test_local_addresses(lab, method, literal, canonical):
     assert props["Kind"] == "address" and props["Name"] == canonical and props["Addresses"] == [canonical]
 
 
+@pytest.mark.parametrize("literal,expected", [
+    ("127.0.0.1", {"Flags": LOCAL, "Status": 2, "Interface": "lo", "Addresses": ["127.0.0.1"]}),
+    (ROUTED[1], {"Flags": REACHABLE, "Status": 2, "Interface": harness.NM_IFNAME, "Addresses": [ROUTED[1]]}),
+])
+def test_new_address_target_appears_with_its_real_state(lab, literal, expected):
+    """An object-manager client sees a new address target once, in InterfacesAdded, with its real
+    Flags and Status (no Status -1 flash), and no PropertiesChanged or StatusChanged on it before
+    WatchAddress returns -- nor after, since nothing changed. Signals and the reply are logged in the
+    order the connection dispatches them (the order they arrived)."""
+    client = lab.client
+    path = path_of("address", literal)
+    log = []
+
+    def on_signal(_conn, _sender, signal_path, interface, member, parameters):
+        if signal_path in (ROOT_PATH, path):
+            log.append((signal_path, interface, member, parameters.unpack()))
+
+    subscription = client.conn.signal_subscribe(None, None, None, None, None, harness.Gio.DBusSignalFlags.NONE,
+                                                on_signal)
+    try:
+        def on_reply(conn, result):
+            log.append(("reply", conn.call_finish(result).unpack()))
+
+        client.conn.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchAddress", harness.GLib.Variant("(s)", (literal,)),
+                         None, harness.Gio.DBusCallFlags.NONE, 10000, None, on_reply)
+        harness.wait_until(lambda: any(entry[0] == "reply" for entry in log), harness.CALL_TIMEOUT,
+                           f"WatchAddress({literal}) to answer", lambda: f"  so far: {log}")
+        client.call(SERVICE, ROOT_PATH, harness.PEER_IFACE, "Ping")  # anything sent after the reply is in
+        harness.pump()
+
+        replied = next(i for i, entry in enumerate(log) if entry[0] == "reply")
+        assert log[replied][1] == (path,), log[replied]
+        added = [(i, entry[3]) for i, entry in enumerate(log)
+                 if entry[0] == ROOT_PATH and entry[2] == "InterfacesAdded" and entry[3][0] == path]
+        assert len(added) == 1 and added[0][0] < replied, f"expected one InterfacesAdded before the reply: {log}"
+        announced = added[0][1][1][TARGET_IFACE]
+        wrong = {k: announced.get(k) for k, v in expected.items() if announced.get(k) != v}
+        assert not wrong, f"InterfacesAdded announced {harness.fmt_props(wrong)}, expected {expected}"
+        on_target = [entry for entry in log if entry[0] == path]
+        assert on_target == [], f"the new target announced changes of its first state: {on_target}"
+        assert client.get_all(SERVICE, path, TARGET_IFACE)["Flags"] == expected["Flags"]
+    finally:
+        client.conn.signal_unsubscribe(subscription)
+
+
 def test_nxdomain_then_dns_change_and_refresh(lab):
     client = lab.client
     missing = watch(client, "WatchHost", "nosuch.test")
