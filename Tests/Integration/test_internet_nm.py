@@ -13,14 +13,19 @@ synchronise. NetworkManager's connectivity check is forced with its
 CheckConnectivity method instead of waiting for its interval.
 """
 
+import fcntl
+import os
 import signal
+import struct
 import time
 
 import pytest
 
 import harness
 from harness import (CONNECTION_REQUIRED, INTERVENTION_REQUIRED, MANAGER_IFACE, NM_STATE_CONNECTED_GLOBAL,
-                     NM_STATE_DISCONNECTED, REACHABLE, ROOT_PATH, SERVICE, TARGET_IFACE, fmt_props)
+                     NM_STATE_DISCONNECTED, REACHABLE, ROOT_PATH, SERVICE, TARGET_IFACE, TRANSIENT_CONNECTION,
+                     fmt_props)
+from test_kernel_backend import IFF_NO_PI, IFF_TUN, TUNSETIFF, fail_or_skip, network_namespace
 
 CONNECTED = {
     "Kind": "internet",
@@ -306,3 +311,39 @@ def test_networkmanager_restarts(online, signum):
     changes = recorder.status_changes(mark)
     assert not changes or changes[-1] == (2, REACHABLE), recorder.describe(mark)
     recorder.assert_announced(mark)
+
+
+def test_vpn_tun_default_route_added_by_hand(online):
+    """A VPN client started by hand beside NetworkManager: a tun device with a process attached,
+    an address and a default route with a lower metric than NetworkManager's. The internet target
+    follows the kernel: TransientConnection|Reachable (0x3), Vpn, Interface tun0, Connectivity
+    still NetworkManager's global "full". The device removed: the connected answer again. One
+    StatusChanged each way."""
+    if not os.path.exists("/dev/net/tun"):
+        fail_or_skip("needs /dev/net/tun (the tun module)")
+    lab, recorder = online.lab, online.recorder
+    mark = recorder.mark()
+    tun = None
+    try:
+        lab.ip_nm("tuntap", "add", "dev", "tun0", "mode", "tun")
+        with network_namespace(lab.ns_nm):
+            tun = os.open("/dev/net/tun", os.O_RDWR | os.O_CLOEXEC)
+        fcntl.ioctl(tun, TUNSETIFF, struct.pack("16sH", b"tun0", IFF_TUN | IFF_NO_PI))
+        lab.ip_nm("addr", "add", "203.0.113.2/24", "dev", "tun0")
+        lab.ip_nm("link", "set", "tun0", "up")
+        lab.ip_nm("route", "add", "default", "dev", "tun0", "metric", "20")
+        vpn = dict(CONNECTED, Flags=TRANSIENT_CONNECTION | REACHABLE, Vpn=True, Interface="tun0",
+                   InterfaceType="other", ReachableViaEthernet=False)
+        recorder.wait_answer(vpn, "the VPN answer through tun0", mark=mark)
+        assert online.refresh() == (TRANSIENT_CONNECTION | REACHABLE, 2)
+
+        lab.ip_nm("link", "del", "tun0")
+        recorder.wait_answer(CONNECTED, "the connected answer once tun0 is gone", mark=mark)
+        online.refresh()
+        recorder.barrier()
+        assert recorder.status_changes(mark) == [(2, TRANSIENT_CONNECTION | REACHABLE), (2, REACHABLE)], (
+            recorder.describe(mark))
+        recorder.assert_announced(mark)
+    finally:
+        if tun is not None:
+            os.close(tun)
