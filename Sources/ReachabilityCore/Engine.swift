@@ -47,8 +47,12 @@ public enum Engine {
         let type = (device?.type).flatMap { $0 == .other ? nil : $0 } ?? link.kernelType
         if type == .wwan { flags.insert(.isWWAN) }
 
-        let isVPN = (device?.isVPN ?? false) || link.isTunnel
-        if isVPN { flags.insert(.transientConnection) }
+        let isVPN = Self.isVPN(link, facts: facts)
+        if isVPN {
+            // A tunnel needs an underlay: without one its packets go nowhere.
+            guard hasUnderlay(facts) else { return .unreachable(family) }
+            flags.insert(.transientConnection)
+        }
 
         let connectivity = device?.connectivity(family) ?? .unknown
         if route.hasGateway && connectivity == .portal {
@@ -58,6 +62,25 @@ public enum Engine {
         return Path(
             family: family, flags: flags, interface: link.name, interfaceType: type,
             connectivity: connectivity, isMetered: device?.isMetered ?? false, isVPN: isVPN)
+    }
+
+    /// The link belongs to a VPN: a NetworkManager VPN or tunnel device, or a
+    /// tunnel link (tun, WireGuard, PPP, IP tunnels).
+    public static func isVPN(_ link: LinkFact, facts: NetworkFacts) -> Bool {
+        (facts.devices[link.name]?.isVPN ?? false) || link.isTunnel
+    }
+
+    /// A tunnel needs an underlay: a path through a VPN counts as reachable only
+    /// while a path that is not a VPN leads to the internet too (a full tunnel
+    /// whose Wi-Fi went away is not reachable, though its default route stands).
+    /// True when one of `facts.underlayRoutes` is a unicast route through a
+    /// usable link that is not a VPN; true when they were not asked (`nil`).
+    public static func hasUnderlay(_ facts: NetworkFacts) -> Bool {
+        guard let underlays = facts.underlayRoutes else { return true }
+        return underlays.contains { route in
+            guard let route, route.kind == .unicast, let link = facts.links[route.interfaceIndex] else { return false }
+            return link.isUsable && !isVPN(link, facts: facts)
+        }
     }
 
     /// The best-ranked path; ties go to the earlier one (resolver order).

@@ -134,16 +134,23 @@ public struct NetworkFacts: Sendable, Hashable {
     /// (`RTM_GETROUTE`, the route a packet to each would take), in the order
     /// they were asked; `nil` where the kernel has no route.
     public var internetRoutes: [AddressFamily: [RouteFact?]]
+    /// While a VPN link can carry packets: the kernel's routes to the internet
+    /// for packets bound to each usable link that is not a VPN (`RTM_GETROUTE`
+    /// with `RTA_OIF`), `nil` where that link has none. A tunnel needs one of
+    /// them (`Engine.hasUnderlay`). `nil`: not asked, and no tunnel is judged by it.
+    public var underlayRoutes: [RouteFact?]?
 
     public init(
         backend: BackendKind, connectivity: Connectivity = .unknown, devices: [String: DeviceFact] = [:],
-        links: [Int32: LinkFact] = [:], internetRoutes: [AddressFamily: [RouteFact?]] = [:]
+        links: [Int32: LinkFact] = [:], internetRoutes: [AddressFamily: [RouteFact?]] = [:],
+        underlayRoutes: [RouteFact?]? = nil
     ) {
         self.backend = backend
         self.connectivity = connectivity
         self.devices = devices
         self.links = links
         self.internetRoutes = internetRoutes
+        self.underlayRoutes = underlayRoutes
     }
 
     /// Nothing is known yet: no backend.

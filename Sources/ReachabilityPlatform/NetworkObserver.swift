@@ -87,4 +87,14 @@ extension NetworkObserver {
             return addresses.map { _ in nil }
         }
     }
+
+    /// The kernel's routes to each address for packets bound to its link.
+    public func routes(bound queries: [(address: IPAddress, interface: Int32)]) -> [RouteFact?] {
+        do {
+            return try netlink.routes(bound: queries)
+        } catch {
+            Log.error("cannot look up routes: \(error)")
+            return queries.map { _ in nil }
+        }
+    }
 }

@@ -51,8 +51,26 @@ public final class TargetEvaluator {
             for (family, addresses) in Self.internetDestinations {
                 facts.internetRoutes[family] = addresses.map(route)
             }
+            if facts.links.values.contains(where: { $0.isUsable && Engine.isVPN($0, facts: facts) }) {
+                facts.underlayRoutes = underlayRoutes()
+            }
         }
         onReload?(facts)
+    }
+
+    /// The kernel's routes to the first internet destination of each family for
+    /// packets bound to each usable link that is neither a VPN nor loopback: the
+    /// paths a tunnel's own packets can take (`Engine.hasUnderlay`). Asked on
+    /// every reload while a VPN link can carry packets, never otherwise.
+    private func underlayRoutes() -> [RouteFact?] {
+        let links = facts.links.values
+            .filter { $0.isUsable && $0.kernelType != .loopback && !Engine.isVPN($0, facts: facts) }
+            .map(\.index).sorted()
+        let queries = links.flatMap { link in
+            Self.internetDestinations.map { (address: $0.addresses[0], interface: link) }
+        }
+        guard let observer, !queries.isEmpty else { return [] }
+        return observer.routes(bound: queries)
     }
 
     /// What the internet target asks the kernel: the route a packet to each of

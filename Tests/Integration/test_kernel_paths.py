@@ -18,10 +18,11 @@ from __future__ import annotations
 import os
 from collections import Counter
 
-from harness import REACHABLE, ROOT_PATH, SERVICE, TARGET_IFACE, TRANSIENT_CONNECTION
+from harness import IS_DIRECT, REACHABLE, ROOT_PATH, SERVICE, TARGET_IFACE, TRANSIENT_CONNECTION, Mark
 from test_kernel_backend import (  # pylint: disable=unused-import  # fixtures are found by name
     GATEWAY_V4, KERNEL_CONNECTED, KERNEL_OFFLINE, SECOND, SECOND_GATEWAY_V4, SECOND_METRIC, SECOND_PEER, SECOND_V4,
-    TUN, TUN_V4, UPLINK, UPLINK_METRIC, fail_or_skip, kernel_lab_without_carrier, online, route_get, target_changes)
+    TUN, TUN_V4, UPLINK, UPLINK_METRIC, UPLINK_PEER, fail_or_skip, kernel_lab_without_carrier, online, route_get,
+    target_changes)
 
 # What the daemon asks the kernel about (ReachabilityPlatform's TargetEvaluator.internetDestinations).
 INTERNET_V4 = ("8.8.8.8", "1.1.1.1", "9.9.9.9")
@@ -59,6 +60,11 @@ def second_uplink(lab) -> None:
     """kveth1 in A with 198.51.100.10/24 and carrier; no default route through it yet."""
     lab.add_uplink(SECOND, SECOND_PEER, SECOND_V4, SECOND_GATEWAY_V4)
     lab.wait_operstate(SECOND, "UP")
+
+
+def AT_START_OF(recorder) -> Mark:  # pylint: disable=invalid-name
+    """A mark at the start of the recorder's history (its state then: the connected answer)."""
+    return Mark(0, dict(KERNEL_CONNECTED))
 
 
 def interfaces_announced(recorder, mark) -> list:
@@ -287,3 +293,62 @@ def test_ipv6_only(online):
     online.sync()
     assert recorder.status_changes(mark) == [(0, 0), (2, REACHABLE)], recorder.describe(mark)
     recorder.assert_announced(mark)
+
+
+def test_tunnel_needs_an_underlay(online):
+    """A full tunnel through tun0 (a VPN client attached, default route metric 20) beside kveth0:
+    the VPN answer for the internet and for an address on the tunnel's network. kveth0 loses
+    carrier: the tunnel's route still stands, but its packets have no way out -- both not
+    reachable. Carrier back: the VPN answer. kveth0 keeps carrier but loses its default route
+    (the kernel would invent an on-link answer for a lookup bound to kveth0; it is no route):
+    not reachable again. The route back, then the tunnel removed: kveth0 alone."""
+    if not os.path.exists("/dev/net/tun"):
+        fail_or_skip("needs /dev/net/tun (the tun module)")
+    lab, recorder = online.lab, online.recorder
+    lab.ip_a("tuntap", "add", "dev", TUN, "mode", "tun")
+    tun = lab.attach_tun(TUN)
+    lab.ip_a("addr", "add", f"{TUN_V4}/24", "dev", TUN)
+    lab.ip_a("link", "set", TUN, "up")
+    lab.ip_a("route", "add", "default", "dev", TUN, "metric", "20")
+    recorder.wait_answer(VPN, "the VPN answer with kveth0 under the tunnel", mark=AT_START_OF(recorder))
+    mark = recorder.mark()
+    watched = "203.0.113.77"
+    path = lab.client.call(SERVICE, ROOT_PATH, "io.github.reachabilityd.Reachability1.Manager", "WatchAddress", "s",
+                           (watched,))[0]
+    target = lab.recorder(path)
+    try:
+        target.sync(interfaces=(TARGET_IFACE,))
+        on_tunnel = {"Flags": TRANSIENT_CONNECTION | REACHABLE | IS_DIRECT, "Status": 2, "Interface": TUN, "Vpn": True}
+        assert {k: target.props[k] for k in on_tunnel} == on_tunnel, target.describe()
+        target_mark = target.mark()
+
+        lab.set_peer(UPLINK_PEER, False)
+        recorder.wait_answer(KERNEL_OFFLINE, "not reachable: the tunnel has no underlay", mark=mark)
+        target.wait_props({"Flags": 0, "Status": 0, "Interface": "", "Vpn": False},
+                          f"{watched} not reachable without an underlay")
+        assert kernel_choice(lab) == TUN, "the tunnel's route should still stand"
+
+        lab.set_peer(UPLINK_PEER, True)
+        recorder.wait_answer(VPN, "the VPN answer once kveth0 has carrier again", mark=mark)
+        target.wait_props(on_tunnel, f"{watched} through the tunnel again")
+
+        lab.ip_a("route", "del", "default", "via", GATEWAY_V4, "dev", UPLINK)
+        recorder.wait_answer(KERNEL_OFFLINE, "not reachable: kveth0 has no route to the internet", mark=mark)
+        assert f"dev {UPLINK}" in lab.ip_a("route", "get", INTERNET_V4[0], "oif", UPLINK).stdout, (
+            "the kernel's invented on-link answer for a lookup bound to kveth0 (harness check)")
+        lab.ip_a("route", "add", "default", "via", GATEWAY_V4, "dev", UPLINK, "metric", UPLINK_METRIC)
+        recorder.wait_answer(VPN, "the VPN answer with kveth0's route back", mark=mark)
+
+        lab.ip_a("link", "del", TUN)
+        lab.detach_tun(tun)
+        recorder.wait_answer(KERNEL_CONNECTED, "kveth0 once the tunnel is gone", mark=mark)
+        online.sync()
+        target.barrier()
+        vpn_flags = TRANSIENT_CONNECTION | REACHABLE
+        assert recorder.status_changes(mark) == [(0, 0), (2, vpn_flags), (0, 0), (2, vpn_flags), (2, REACHABLE)], (
+            recorder.describe(mark))
+        assert target.status_changes(target_mark)[:2] == [(0, 0), (2, vpn_flags | IS_DIRECT)], (
+            target.describe(target_mark))
+        recorder.assert_announced(mark)
+    finally:
+        target.close()

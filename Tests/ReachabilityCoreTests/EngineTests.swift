@@ -240,6 +240,50 @@ struct InternetPathTests {
     }
 }
 
+@Suite("A tunnel needs an underlay")
+struct UnderlayTests {
+    private static let eth0 = LinkFact(index: 2, name: "eth0", isUp: true, hasCarrier: true, operState: .up,
+                                       kernelType: .ethernet, isTunnel: false)
+    private static let tun0 = LinkFact(index: 3, name: "tun0", isUp: true, hasCarrier: true, operState: .unknown,
+                                       kernelType: .other, isTunnel: true)
+    private static let viaTun = RouteFact(kind: .unicast, hasGateway: false, interfaceIndex: 3)
+    private static let viaEth0 = RouteFact(kind: .unicast, hasGateway: true, interfaceIndex: 2)
+
+    private func facts(underlay: [RouteFact?]?, eth0: LinkFact = eth0) -> NetworkFacts {
+        NetworkFacts(backend: .kernel, links: [2: eth0, 3: Self.tun0],
+                     internetRoutes: [.ipv4: [Self.viaTun, Self.viaTun, Self.viaTun]], underlayRoutes: underlay)
+    }
+
+    @Test("a full tunnel with a path outside it: reachable, TransientConnection, Vpn")
+    func withUnderlay() {
+        let state = Engine.evaluateInternet(facts(underlay: [Self.viaEth0, nil]))
+        #expect(state.flags == [.reachable, .transientConnection])
+        #expect(state.isVPN && state.interface == "tun0")
+    }
+
+    @Test("no path outside the tunnel (no route, a dead link, only the tunnel, nothing asked for): not reachable",
+          arguments: [[nil], [], [RouteFact(kind: .unicast, hasGateway: false, interfaceIndex: 3)],
+                      [RouteFact(kind: .unusable, hasGateway: false, interfaceIndex: 2)]] as [[RouteFact?]])
+    func withoutUnderlay(underlay: [RouteFact?]) {
+        let state = Engine.evaluateInternet(facts(underlay: underlay))
+        #expect(state.flags == [])
+        #expect(!state.isVPN && state.interface == "")
+        #expect(Engine.evaluatePath(family: .ipv4, route: Self.viaTun, facts: facts(underlay: underlay)).flags == [])
+    }
+
+    @Test("the Wi-Fi under a full tunnel went away: not reachable, though the tunnel's route stands")
+    func underlayLostCarrier() {
+        let dead = LinkFact(index: 2, name: "eth0", isUp: true, hasCarrier: false, operState: .down,
+                            kernelType: .ethernet, isTunnel: false)
+        #expect(Engine.evaluateInternet(facts(underlay: [Self.viaEth0], eth0: dead)).flags == [])
+    }
+
+    @Test("not asked (nil): the rule is not applied")
+    func notAsked() {
+        #expect(Engine.evaluateInternet(facts(underlay: nil)).flags == [.reachable, .transientConnection])
+    }
+}
+
 @Suite("Captive portal on the internet target, one story")
 struct InternetPortalTests {
     private static let eth0 = LinkFact(index: 2, name: "eth0", isUp: true, hasCarrier: true, operState: .up,
