@@ -1,11 +1,14 @@
 /// The flag rules of the specification, each written once.
 ///
 /// `evaluatePath` turns the kernel's answer for one destination plus the
-/// device facts into flags; `choose` ranks several paths as Apple does;
-/// `applyActivation` adds what NetworkManager's pending activations mean when
-/// nothing is reachable. `evaluateInternet` composes them for the internet target.
+/// device facts into flags (`isVPN` and `hasUnderlay`: a tunnel needs a way
+/// out); `choose` ranks several paths as Apple does; `applyActivation` adds
+/// what NetworkManager's pending activations mean when nothing is reachable.
+/// `evaluateInternet` composes them for the internet target: `internetPath`
+/// picks each family's path from the kernel's answers for several destinations,
+/// and a captive portal holds for the whole target.
 public enum Engine {
-    /// One evaluated path (one address, or one family's default route).
+    /// One evaluated path (one address, or one family's way to the internet).
     public struct Path: Sendable, Hashable {
         public var family: AddressFamily
         public var flags: ReachabilityFlags

@@ -310,18 +310,16 @@ public final class NetlinkMonitor {
             let up = UInt32(IFF_UP)
             let carrier = reach_iff_lower_up()
             guard let previous else { return RouteInvalidation(links: [info.ifi_index]) }
+            // Lost: the answers through this link are stale. Gained: any answer may be.
+            func changed(_ bit: UInt32) -> RouteInvalidation {
+                info.ifi_flags & bit != 0 ? RouteInvalidation(all: true) : RouteInvalidation(links: [info.ifi_index])
+            }
             // Taking a link down flushes its IPv4 routes and kills its next hops without
-            // a route event: answers through it are stale. Bringing it up revives the
-            // next hops of multipath routes, also silently, and a revived next hop can
-            // take a lookup that went elsewhere: every answer is.
-            if (previous ^ info.ifi_flags) & up != 0 {
-                return info.ifi_flags & up != 0 ? RouteInvalidation(all: true) : RouteInvalidation(links: [info.ifi_index])
-            }
-            // A carrier change moves lookups only where routes through dead links are
-            // ignored; a carrier regained there can take any lookup.
-            if (previous ^ info.ifi_flags) & carrier != 0, Self.ignoresLinkdownRoutes() {
-                return info.ifi_flags & carrier != 0 ? RouteInvalidation(all: true) : RouteInvalidation(links: [info.ifi_index])
-            }
+            // a route event; bringing it up revives the next hops of multipath routes,
+            // also silently, and a revived next hop can take a lookup that went elsewhere.
+            if (previous ^ info.ifi_flags) & up != 0 { return changed(up) }
+            // A carrier change moves lookups only where routes through dead links are ignored.
+            if (previous ^ info.ifi_flags) & carrier != 0, Self.ignoresLinkdownRoutes() { return changed(carrier) }
             return RouteInvalidation()
         default:
             // Routes, addresses (their local and prefix routes), rules, next hops.
