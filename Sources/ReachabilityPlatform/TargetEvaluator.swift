@@ -61,12 +61,14 @@ public final class TargetEvaluator {
     /// The kernel's routes to the first internet destination of each family for
     /// packets bound to each usable link that is neither a VPN nor loopback: the
     /// paths a tunnel's own packets can take (`Engine.hasUnderlay`). Asked on
-    /// every reload while a VPN link can carry packets, never otherwise.
-    private func underlayRoutes() -> [RouteFact?] {
-        let links = facts.links.values
-            .filter { $0.isUsable && $0.kernelType != .loopback && !Engine.isVPN($0, facts: facts) }
-            .map(\.index).sorted()
-        let queries = links.flatMap { link in
+    /// every reload while a VPN link can carry packets, never otherwise. `nil`
+    /// (not asked) when this namespace has no such link at all, usable or not:
+    /// the tunnel's packets then leave from another namespace (a WireGuard
+    /// device moved into a container), whose links cannot be seen from here.
+    private func underlayRoutes() -> [RouteFact?]? {
+        let candidates = facts.links.values.filter { $0.kernelType != .loopback && !Engine.isVPN($0, facts: facts) }
+        guard !candidates.isEmpty else { return nil }
+        let queries = candidates.filter(\.isUsable).map(\.index).sorted().flatMap { link in
             Self.internetDestinations.map { (address: $0.addresses[0], interface: link) }
         }
         guard let observer, !queries.isEmpty else { return [] }

@@ -352,3 +352,24 @@ def test_tunnel_needs_an_underlay(online):
         recorder.assert_announced(mark)
     finally:
         target.close()
+
+
+def test_tunnel_alone_in_its_namespace(online):
+    """A tunnel whose packets leave from another namespace (a WireGuard device moved into a
+    container): once tun0 is the only link besides loopback, nothing here can be its underlay,
+    so the rule is not applied and the VPN answer stands -- nothing announced when kveth0 goes."""
+    if not os.path.exists("/dev/net/tun"):
+        fail_or_skip("needs /dev/net/tun (the tun module)")
+    lab, recorder = online.lab, online.recorder
+    lab.ip_a("tuntap", "add", "dev", TUN, "mode", "tun")
+    lab.attach_tun(TUN)
+    lab.ip_a("addr", "add", f"{TUN_V4}/24", "dev", TUN)
+    lab.ip_a("link", "set", TUN, "up")
+    lab.ip_a("route", "add", "default", "dev", TUN, "metric", "20")
+    recorder.wait_answer(VPN, "the VPN answer", mark=AT_START_OF(recorder))
+    mark = recorder.mark()
+
+    lab.ip_a("link", "del", UPLINK)
+    assert "kveth" not in lab.ip_a("-o", "link", "show").stdout
+    assert_nothing_announced(online, mark, "tun0 alone in its namespace keeps the VPN answer")
+    assert recorder.props["Flags"] == TRANSIENT_CONNECTION | REACHABLE and recorder.props["Interface"] == TUN
