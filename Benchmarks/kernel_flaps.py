@@ -27,6 +27,15 @@ prints the latency to our root StatusChanged, received by a client on the bus:
     the receive time in user space (CLOCK_MONOTONIC, which the benchmark
     shares), microseconds after the kernel sent it.
 
+Then route and rule flaps (``--route-flaps``, default a fifth of ``--flaps``),
+sent to a second batch ``ip`` in namespace A: the default route deleted and
+added back, and a rule sending everything to a table whose default route is
+``unreachable`` added and deleted. For those it prints the latency from the
+command to our root StatusChanged and the daemon's own evaluation time after
+each event (from its ``--verbose`` log: "evaluated N targets in X ms"), which
+is the internet target's re-evaluation: the kernel's route lookups for its
+destinations, no dump.
+
 It also counts StatusChanged per edge (must be exactly 1) and reads the
 daemon's RSS before the first flap and after the last (budget: growth
 ≤ 1 MiB).
@@ -35,6 +44,7 @@ daemon's RSS before the first flap and after the last (budget: growth
 import argparse
 import contextlib
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -159,10 +169,23 @@ def row(name, values):
             f"min {min(values):7.3f}   max {max(values):7.3f}")
 
 
+def evaluation_times(log, offset):
+    """The daemon's own evaluation times (ms) logged from byte ``offset`` of its log on."""
+    with open(log, "rb") as f:
+        f.seek(offset)
+        text = f.read().decode(errors="replace")
+    return [float(ms) for ms in re.findall(r"evaluated \d+ targets in ([\d.]+) ms", text)]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--flaps", type=int, default=1000, help="down/up cycles (default 1000)")
+    parser.add_argument("--route-flaps", type=int, default=None,
+                        help="route and rule down/up cycles each (default: a fifth of --flaps)")
+    parser.add_argument("--events", default="route,rule",
+                        help="which of route,rule to flap after the links (default both)")
     options = parser.parse_args()
+    route_flaps = options.route_flaps if options.route_flaps is not None else max(1, options.flaps // 5)
     binary = Path(os.environ.get("REACHABILITYD") or REPO / ".build" / "release" / "reachabilityd").resolve()
     if os.geteuid() != 0:
         sys.exit("kernel_flaps: needs root (network namespaces)")
@@ -172,7 +195,7 @@ def main():
     directory = harness.short_tmpdir("reach-flaps-")
     namespaces = harness.Namespaces()
     bus = harness.PrivateBus(directory, "system")
-    daemon = batch = link_events = client = None
+    daemon = batch = batch_a = link_events = client = None
     try:
         bus.start()
         client = bus.client()
@@ -195,7 +218,7 @@ def main():
                                      lambda *a: statuses.append((time.monotonic(), tuple(a[5].unpack()))))
         recorder = harness.SignalRecorder(client)
         daemon = NetnsDaemon(ns_a, bus.address, directory / "reachabilityd.log",
-                             args=["--system", "--backend", "kernel"], binary=binary)
+                             args=["--system", "--backend", "kernel", "--verbose"], binary=binary)
         daemon.start(client)
         recorder.sync()
         with open(directory / "ip-batch.log", "w") as errors:
@@ -241,6 +264,47 @@ def main():
                 else:
                     from_kernel[up].append((found - kernel) * 1000)
         elapsed = time.monotonic() - started
+        carrier_evaluations = evaluation_times(daemon.log, 0)
+
+        # Route and rule events, sent to namespace A.
+        with open(directory / "ip-batch-a.log", "w") as errors:
+            batch_a = subprocess.Popen([harness.need_tool("ip"), "-n", ns_a, "-force", "-batch", "-"],
+                                       stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errors,
+                                       text=True, bufsize=1)
+
+        def command_a(line):
+            batch_a.stdin.write(line + "\n")
+            batch_a.stdin.flush()
+
+        phases = {
+            "route": (f"route del default via {GATEWAY_V4} dev {UPLINK}",
+                      f"route add default via {GATEWAY_V4} dev {UPLINK} metric 100"),
+            "rule": ("rule add pref 100 lookup 100", "rule del pref 100"),
+        }
+        phases = {name: phase for name, phase in phases.items() if name in options.events.split(",")}
+        route_latency, route_evaluations = {}, {}
+        for name, (down_command, up_command) in phases.items():
+            if name == "rule":  # the table the rule selects: nothing gets out through it
+                namespaces.ip(ns_a, "route", "add", "unreachable", "default", "table", "100")
+            client.call(harness.SERVICE, ROOT_PATH, harness.PEER_IFACE, "Ping")
+            log_start = daemon.log.stat().st_size
+            route_latency[name] = {False: [], True: []}
+            for flap in range(route_flaps):
+                for up, line in ((False, down_command), (True, up_command)):
+                    word, expected = edges[up]
+                    first = len(statuses)
+                    sent = time.monotonic()
+                    command_a(line)
+                    found = harness.wait_until(
+                        lambda: next((t for t, s in statuses[first:] if s == expected), None), 10,
+                        f"{name} flap {flap + 1} {word}: StatusChanged{expected}",
+                        lambda: f"  StatusChanged since: {[s for _, s in statuses[first:]]}\n"
+                                f"  daemon log:\n{harness.tail(daemon.log, 20)}")
+                    windows.append(first)
+                    route_latency[name][up].append((found - sent) * 1000)
+            client.call(harness.SERVICE, ROOT_PATH, harness.PEER_IFACE, "Ping")
+            route_evaluations[name] = evaluation_times(daemon.log, log_start)
+
         # Every signal the daemon sent before answering a ping has arrived when it returns.
         client.call(harness.SERVICE, ROOT_PATH, harness.PEER_IFACE, "Ping")
         harness.pump()
@@ -260,6 +324,16 @@ def main():
         if missing_kernel or link_events.overruns:
             print(f"  (no usable RTM_NEWLINK time stamp for {missing_kernel} edges: none, or the stamper ran "
                   f"after our signal arrived; {link_events.overruns} netlink overruns)")
+        if carrier_evaluations:
+            print(row("daemon's evaluation after a link event", carrier_evaluations))
+        for name, (down_command, up_command) in phases.items():
+            print(f"{route_flaps} {name} flaps ({down_command!r} / {up_command!r}); latency to our root "
+                  "StatusChanged, ms:")
+            for up in (False, True):
+                word, expected = edges[up]
+                print(row(f"{word:<4} {expected} from the ip command", route_latency[name][up]))
+            if route_evaluations[name]:
+                print(row(f"daemon's evaluation after a {name} event", route_evaluations[name]))
         exact = sum(1 for n in per_edge if n == 1)
         print(f"  StatusChanged per edge: min {min(per_edge)}, max {max(per_edge)}; exactly 1 for "
               f"{exact}/{len(per_edge)} edges")
@@ -269,6 +343,13 @@ def main():
         failed = exact != len(per_edge) or growth > RSS_BUDGET_KB or not daemon.running
         return 1 if failed else 0
     finally:
+        if batch_a is not None:
+            batch_a.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                batch_a.wait(5)
+            if batch_a.poll() is None:
+                batch_a.kill()
+                batch_a.wait()
         if batch is not None:
             batch.stdin.close()
             with contextlib.suppress(subprocess.TimeoutExpired):

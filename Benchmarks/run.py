@@ -134,6 +134,16 @@ def main():
     if k99:
         worst = max(map(float, k99))
         row("kernel backend: RTM_NEWLINK → StatusChanged, p99", "≤ 5 ms", f"{worst:.2f} ms", worst <= 5)
+    for event in ("route", "rule"):
+        evaluation = number(rf"daemon's evaluation after a {event} event\s+p50\s+([\d.]+)", kernel)
+        evaluation99 = number(rf"daemon's evaluation after a {event} event.*?p99\s+([\d.]+)", kernel)
+        if evaluation99 is not None:
+            row(f"kernel backend: internet re-evaluation after a {event} event (p50 / p99)", "p99 ≤ 5 ms",
+                f"{evaluation:.2f} / {evaluation99:.2f} ms", evaluation99 <= 5)
+        block = re.search(rf"\d+ {event} flaps.*?(?=\n\d+ |\n  StatusChanged per edge)", kernel, re.DOTALL)
+        if block:
+            worst = max(map(float, re.findall(r"from the ip command.*?p99\s+([\d.]+)", block.group(0))))
+            row(f"kernel backend: `ip {event}` command → StatusChanged, p99", "", f"{worst:.2f} ms", None)
 
     load = os.getloadavg()
     print(f"\nmachine: {os.cpu_count()} cores, Linux {os.uname().release}; load average {load[0]:.2f} "

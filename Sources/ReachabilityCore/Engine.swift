@@ -1,11 +1,14 @@
 /// The flag rules of the specification, each written once.
 ///
 /// `evaluatePath` turns the kernel's answer for one destination plus the
-/// device facts into flags; `choose` ranks several paths as Apple does;
-/// `applyActivation` adds what NetworkManager's pending activations mean when
-/// nothing is reachable. `evaluateInternet` composes them for the internet target.
+/// device facts into flags (`isVPN` and `hasUnderlay`: a tunnel needs a way
+/// out); `choose` ranks several paths as Apple does; `applyActivation` adds
+/// what NetworkManager's pending activations mean when nothing is reachable.
+/// `evaluateInternet` composes them for the internet target: `internetPath`
+/// picks each family's path from the kernel's answers for several destinations,
+/// and a captive portal holds for the whole target.
 public enum Engine {
-    /// One evaluated path (one address, or one family's default route).
+    /// One evaluated path (one address, or one family's way to the internet).
     public struct Path: Sendable, Hashable {
         public var family: AddressFamily
         public var flags: ReachabilityFlags
@@ -47,8 +50,12 @@ public enum Engine {
         let type = (device?.type).flatMap { $0 == .other ? nil : $0 } ?? link.kernelType
         if type == .wwan { flags.insert(.isWWAN) }
 
-        let isVPN = (device?.isVPN ?? false) || link.isTunnel
-        if isVPN { flags.insert(.transientConnection) }
+        let isVPN = Self.isVPN(link, facts: facts)
+        if isVPN {
+            // A tunnel needs an underlay: without one its packets go nowhere.
+            guard hasUnderlay(facts) else { return .unreachable(family) }
+            flags.insert(.transientConnection)
+        }
 
         let connectivity = device?.connectivity(family) ?? .unknown
         if route.hasGateway && connectivity == .portal {
@@ -58,6 +65,25 @@ public enum Engine {
         return Path(
             family: family, flags: flags, interface: link.name, interfaceType: type,
             connectivity: connectivity, isMetered: device?.isMetered ?? false, isVPN: isVPN)
+    }
+
+    /// The link belongs to a VPN: a NetworkManager VPN or tunnel device, or a
+    /// tunnel link (tun, WireGuard, PPP, IP tunnels).
+    public static func isVPN(_ link: LinkFact, facts: NetworkFacts) -> Bool {
+        (facts.devices[link.name]?.isVPN ?? false) || link.isTunnel
+    }
+
+    /// A tunnel needs an underlay: a path through a VPN counts as reachable only
+    /// while a path that is not a VPN leads to the internet too (a full tunnel
+    /// whose Wi-Fi went away is not reachable, though its default route stands).
+    /// True when one of `facts.underlayRoutes` is a unicast route through a
+    /// usable link that is not a VPN; true when they were not asked (`nil`).
+    public static func hasUnderlay(_ facts: NetworkFacts) -> Bool {
+        guard let underlays = facts.underlayRoutes else { return true }
+        return underlays.contains { route in
+            guard let route, route.kind == .unicast, let link = facts.links[route.interfaceIndex] else { return false }
+            return link.isUsable && !isVPN(link, facts: facts)
+        }
     }
 
     /// The best-ranked path; ties go to the earlier one (resolver order).
@@ -84,15 +110,44 @@ public enum Engine {
     }
 
     /// The internet target (Apple's `reachabilityForInternetConnection`, address 0.0.0.0):
-    /// the default routes of both families. It never carries `IsDirect` or `IsLocalAddress`.
+    /// per family, the paths the kernel gives packets to the internet destinations
+    /// (`internetPath`). It never carries `IsDirect` or `IsLocalAddress`.
+    ///
+    /// Captive portal, one story: while NetworkManager's global connectivity is
+    /// `portal`, every path gets `ConnectionRequired` and `InterventionRequired`,
+    /// so whichever family ranks best the target is not reachable (Status 0), and
+    /// `Connectivity`, `Flags`, `Status`, `ReachableIPv4` and `ReachableIPv6`
+    /// never disagree: no "online" beside a login page.
     public static func evaluateInternet(_ facts: NetworkFacts) -> TargetState {
         guard facts.backend != .none else { return .unknown }
         let paths = AddressFamily.allCases.map { family in
-            var path = evaluatePath(family: family, route: facts.defaultRoutes[family], facts: facts)
-            path.flags.subtract([.isDirect, .isLocalAddress])
+            var path = internetPath(family: family, facts: facts)
+            if facts.connectivity == .portal {
+                path.flags.formUnion([.connectionRequired, .interventionRequired])
+            }
             return path
         }
         return state(from: paths, facts: facts, connectivity: facts.connectivity)
+    }
+
+    /// One family's path to the internet, from the kernel's answers for each of
+    /// its internet destinations: the best-ranked path, and among equally ranked
+    /// ones the path most destinations take (a split tunnel or a lab route that
+    /// covers one destination does not speak for the internet); ties go to the
+    /// destination asked first. Without `IsDirect` and `IsLocalAddress`.
+    public static func internetPath(family: AddressFamily, facts: NetworkFacts) -> Path {
+        let paths = (facts.internetRoutes[family] ?? []).map { route in
+            var path = evaluatePath(family: family, route: route, facts: facts)
+            path.flags.subtract([.isDirect, .isLocalAddress])
+            return path
+        }
+        guard let topRank = paths.map(\.rank).max() else { return .unreachable(family) }
+        var best: (path: Path, count: Int)?
+        for path in paths where path.rank == topRank {
+            let count = paths.lazy.filter { $0 == path }.count
+            if best == nil || count > best!.count { best = (path, count) }
+        }
+        return best!.path
     }
 
     /// Composes evaluated paths into a target's state.

@@ -24,7 +24,7 @@ public enum BackendKind: String, Sendable, Hashable {
     case kernel
 }
 
-/// What the kernel says about one destination (`RTM_GETROUTE`), or about a default route.
+/// What the kernel says about one destination (`RTM_GETROUTE`).
 public struct RouteFact: Sendable, Hashable {
     public enum Kind: Sendable, Hashable {
         /// The destination is this host's (route type `local`, loopback included).
@@ -130,18 +130,27 @@ public struct NetworkFacts: Sendable, Hashable {
     public var devices: [String: DeviceFact]
     /// Kernel links by index.
     public var links: [Int32: LinkFact]
-    /// The best default route of each family, if any.
-    public var defaultRoutes: [AddressFamily: RouteFact]
+    /// The kernel's answers for the internet destinations of each family
+    /// (`RTM_GETROUTE`, the route a packet to each would take), in the order
+    /// they were asked; `nil` where the kernel has no route.
+    public var internetRoutes: [AddressFamily: [RouteFact?]]
+    /// While a VPN link can carry packets: the kernel's routes to the internet
+    /// for packets bound to each usable link that is not a VPN (`RTM_GETROUTE`
+    /// with `RTA_OIF`), `nil` where that link has none. A tunnel needs one of
+    /// them (`Engine.hasUnderlay`). `nil`: not asked, and no tunnel is judged by it.
+    public var underlayRoutes: [RouteFact?]?
 
     public init(
         backend: BackendKind, connectivity: Connectivity = .unknown, devices: [String: DeviceFact] = [:],
-        links: [Int32: LinkFact] = [:], defaultRoutes: [AddressFamily: RouteFact] = [:]
+        links: [Int32: LinkFact] = [:], internetRoutes: [AddressFamily: [RouteFact?]] = [:],
+        underlayRoutes: [RouteFact?]? = nil
     ) {
         self.backend = backend
         self.connectivity = connectivity
         self.devices = devices
         self.links = links
-        self.defaultRoutes = defaultRoutes
+        self.internetRoutes = internetRoutes
+        self.underlayRoutes = underlayRoutes
     }
 
     /// Nothing is known yet: no backend.

@@ -84,8 +84,11 @@ public enum TargetName {
     /// with IDNA first); any non-ASCII character left is an error. Rules: not
     /// empty; one trailing dot allowed and dropped; at most 253 bytes; labels of
     /// 1–63 bytes made of ASCII letters, digits, `-` (never first or last) and
-    /// `_`. An address literal passes these rules too, so ask
-    /// `looksLikeAddressLiteral(_:)` first.
+    /// `_`. A name whose last label is numeric (WHATWG's "ends in a number":
+    /// all digits, or `0x` hex) is an IPv4 address, never a host name: it is
+    /// returned only in canonical dotted-quad form, anything else (`2130706433`,
+    /// `0177.0.0.1`, `1.2.3`) is refused with the canonical form to write. An
+    /// address literal passes these rules, so ask `looksLikeAddressLiteral(_:)` first.
     public static func normalizeHost(_ name: String) throws(InvalidTarget) -> String {
         let byteCount = name.utf8.count
         if byteCount > maximumInputLength {
@@ -150,7 +153,92 @@ public enum TargetName {
                 message: "host name \(quotedName()) is \(bytes.count) bytes long without a trailing dot; "
                     + "at most \(maximumNameLength) are allowed")
         }
-        return String(decoding: bytes, as: UTF8.self)
+        let normalized = String(decoding: bytes, as: UTF8.self)
+        if let last = labels.last, endsInANumber(last) {
+            let address = whatwgIPv4(normalized)
+            if address != normalized {
+                throw InvalidTarget(message: numericNameMessage(quotedName(), address: address))
+            }
+        }
+        return normalized
+    }
+
+    // MARK: Names that end in a number (WHATWG URL host parsing)
+
+    /// The message for a name whose last label is numeric and which is not a
+    /// canonical dotted-quad IPv4 address; `address` is what the WHATWG IPv4
+    /// parser makes of it, if anything.
+    static func numericNameMessage(_ quotedName: String, address: String?) -> String {
+        let why = "host name \(quotedName): its last label is a number, so it is an IPv4 address and not a host name "
+            + "(WHATWG URL host rules; the system resolver would read it as an address too)"
+        guard let address else {
+            return why + ", and it is not a valid one: write an IPv4 address as four decimal numbers 0-255 "
+                + "separated by dots (like 192.0.2.1), or give a host name whose last label is not numeric"
+        }
+        return why + ", but not in canonical dotted-quad form: write it as \(address)"
+    }
+
+    /// The WHATWG URL "ends in a number" checker for a name's last label (the
+    /// name without a trailing dot): the label is all ASCII digits, or an IPv4
+    /// number in another form (`0x7f`, `0X`, `017`).
+    public static func endsInANumber<Label: Collection<Unicode.Scalar>>(_ lastLabel: Label) -> Bool {
+        if !lastLabel.isEmpty && lastLabel.allSatisfy({ $0 >= "0" && $0 <= "9" }) { return true }
+        return ipv4Number(lastLabel) != nil
+    }
+
+    /// The WHATWG URL IPv4 parser: the dotted-quad address `name` (no trailing dot)
+    /// denotes in a URL — one to four parts, each decimal, `0x` hex or `0` octal,
+    /// the last filling the remaining bytes (`2130706433`, `0177.0.0.1`, `0x7f.1`
+    /// are 127.0.0.1; `1.2.3` is 1.2.0.3) — or `nil` if it is not an IPv4 address.
+    public static func whatwgIPv4(_ name: String) -> String? {
+        let parts = name.unicodeScalars.split(separator: ".", omittingEmptySubsequences: false)
+        guard !parts.isEmpty, parts.count <= 4 else { return nil }
+        var numbers: [UInt64] = []
+        for part in parts {
+            guard let number = ipv4Number(part) else { return nil }
+            numbers.append(number)
+        }
+        guard numbers.dropLast().allSatisfy({ $0 <= 255 }) else { return nil }
+        let lastLimit = UInt64(1) << (8 * (5 - numbers.count))
+        guard numbers.last! < lastLimit else { return nil }
+        var value = numbers.last!
+        for (i, number) in numbers.dropLast().enumerated() {
+            value += number << (8 * (3 - i))
+        }
+        return "\(value >> 24 & 0xFF).\(value >> 16 & 0xFF).\(value >> 8 & 0xFF).\(value & 0xFF)"
+    }
+
+    /// The WHATWG URL IPv4 number parser: decimal, `0x`/`0X` hex (the digits may
+    /// be absent: `0x` is 0) or `0`-prefixed octal; `nil` on any other character,
+    /// on an empty part, or above 2^32 (anything larger is refused anyway).
+    static func ipv4Number<Part: Collection<Unicode.Scalar>>(_ part: Part) -> UInt64? {
+        guard !part.isEmpty else { return nil }
+        var digits = part[...]
+        var radix: UInt64 = 10
+        if digits.count >= 2, digits.first == "0" {
+            let second = digits[digits.index(after: digits.startIndex)]
+            if second == "x" || second == "X" {
+                digits = digits.dropFirst(2)
+                radix = 16
+            } else {
+                digits = digits.dropFirst()
+                radix = 8
+            }
+        }
+        var value: UInt64 = 0
+        for scalar in digits {
+            let digit: UInt64
+            switch scalar {
+            case "0"..."9": digit = UInt64(scalar.value - 0x30)
+            case "a"..."f" where radix == 16: digit = UInt64(scalar.value - 0x61 + 10)
+            case "A"..."F" where radix == 16: digit = UInt64(scalar.value - 0x41 + 10)
+            default: return nil
+            }
+            guard digit < radix else { return nil }
+            // Saturate: the value is only compared with limits at most 2^32.
+            value = min(value * radix + digit, UInt64(1) << 33)
+        }
+        return value
     }
 
     /// Whether `s` should be parsed as an IPv4 or IPv6 address literal rather

@@ -13,16 +13,30 @@ extension Netlink {
     /// The routes to many addresses: up to 128 requests per `send`, the answers
     /// read in bulk (two system calls per batch instead of two per address).
     public func routes(to addresses: [IPAddress]) throws(NetlinkError) -> [RouteFact?] {
-        var results = [RouteFact?](repeating: nil, count: addresses.count)
+        try routes(addresses.map { ($0, nil) })
+    }
+
+    /// The routing-table entries packets to each address would match if bound to
+    /// its link (`RTA_OIF`, with `RTM_F_FIB_MATCH`), as leaving through that link,
+    /// or `nil` where no entry leads there. Asked without `RTM_F_FIB_MATCH`, the
+    /// kernel answers a lookup bound to a link that has no route with an invented
+    /// on-link route through it (when another link has an on-link route, such
+    /// as a tun device's default route); the entry itself cannot be invented.
+    public func routes(bound queries: [(address: IPAddress, interface: Int32)]) throws(NetlinkError) -> [RouteFact?] {
+        try routes(queries.map { ($0.address, $0.interface) })
+    }
+
+    private func routes(_ queries: [(address: IPAddress, interface: Int32?)]) throws(NetlinkError) -> [RouteFact?] {
+        var results = [RouteFact?](repeating: nil, count: queries.count)
         var start = 0
-        while start < addresses.count {
-            let batch = start..<min(start + 128, addresses.count)
+        while start < queries.count {
+            let batch = start..<min(start + 128, queries.count)
             var buffer: [UInt8] = []
             var indexBySequence: [UInt32: Int] = [:]
             for i in batch {
                 sequence &+= 1
                 indexBySequence[sequence] = i
-                buffer += Self.routeRequest(addresses[i], sequence: sequence)
+                buffer += Self.routeRequest(queries[i].address, interface: queries[i].interface, sequence: sequence)
             }
             let sent = buffer.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
             guard sent == buffer.count else { throw NetlinkError(operation: "send", errno: errno) }
@@ -30,7 +44,8 @@ extension Netlink {
                 for datagram in try receiveMany() {
                     for (header, body) in Self.messages(in: datagram[...]) {
                         guard let index = indexBySequence.removeValue(forKey: header.nlmsg_seq) else { continue }
-                        if header.nlmsg_type == RTM_NEWROUTE, let (route, _, _, _) = Self.parseRoute(body) {
+                        if header.nlmsg_type == RTM_NEWROUTE, var (route, _, _, _) = Self.parseRoute(body) {
+                            if let bound = queries[index].interface { route.interfaceIndex = bound }
                             results[index] = route
                         }
                         // NLMSG_ERROR: no route (ENETUNREACH…), or a prohibit/blackhole route: nil.
@@ -75,15 +90,18 @@ extension Netlink {
         return result
     }
 
-    /// One `RTM_GETROUTE` request for `address`, with its header.
-    private static func routeRequest(_ address: IPAddress, sequence: UInt32) -> [UInt8] {
+    /// One `RTM_GETROUTE` request for `address` (bound to `interface` if given), with its header.
+    private static func routeRequest(_ address: IPAddress, interface: Int32?, sequence: UInt32) -> [UInt8] {
         var message = rtmsg()
         message.rtm_family = UInt8(address.family == .ipv4 ? AF_INET : AF_INET6)
         message.rtm_dst_len = UInt8(address.bytes.count * 8)
+        if interface != nil {
+            message.rtm_flags = UInt32(RTM_F_FIB_MATCH)
+        }
         var payload = withUnsafeBytes(of: message) { Array($0) }
         payload += attribute(UInt16(RTA_DST.rawValue), address.bytes)
-        if address.scopeIndex != 0 {
-            payload += attribute(UInt16(RTA_OIF.rawValue), withUnsafeBytes(of: address.scopeIndex) { Array($0) })
+        if let oif = interface ?? (address.scopeIndex != 0 ? address.scopeIndex : nil) {
+            payload += attribute(UInt16(RTA_OIF.rawValue), withUnsafeBytes(of: oif) { Array($0) })
         }
         var header = nlmsghdr()
         header.nlmsg_len = UInt32(MemoryLayout<nlmsghdr>.size + payload.count)

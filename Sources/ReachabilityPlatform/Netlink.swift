@@ -173,29 +173,6 @@ public final class Netlink {
 
     // MARK: Routes
 
-    /// The default route packets of `family` would take: among the default routes
-    /// of every table but `local`, the lowest metric whose link is usable (or whose
-    /// type blocks the traffic); failing that, the lowest metric of all.
-    /// `RTM_GETROUTE` dump.
-    public func defaultRoute(_ family: AddressFamily, links: [Int32: LinkFact]) throws(NetlinkError) -> RouteFact? {
-        var payload = rtmsg()
-        payload.rtm_family = UInt8(family == .ipv4 ? AF_INET : AF_INET6)
-        let answer = try request(type: UInt16(RTM_GETROUTE), flags: NLM_F_DUMP,
-                                 payload: withUnsafeBytes(of: payload) { Array($0) })
-        var candidates: [(metric: UInt32, route: RouteFact)] = []
-        for (type, body) in answer where type == RTM_NEWROUTE {
-            guard let (route, dstLength, table, metric) = Self.parseRoute(body), dstLength == 0,
-                table != UInt32(RT_TABLE_LOCAL.rawValue)
-            else { continue }
-            candidates.append((metric, route))
-        }
-        candidates.sort { $0.metric < $1.metric }
-        let effective = candidates.first { c in
-            c.route.kind != .unicast || (links[c.route.interfaceIndex]?.isUsable ?? false)
-        }
-        return (effective ?? candidates.first)?.route
-    }
-
     /// A route message: the route, its destination prefix length, table and metric.
     static func parseRoute(_ body: [UInt8]) -> (RouteFact, UInt8, UInt32, UInt32)? {
         let size = MemoryLayout<rtmsg>.size
@@ -332,14 +309,17 @@ public final class NetlinkMonitor {
             linkFlags[info.ifi_index] = info.ifi_flags
             let up = UInt32(IFF_UP)
             let carrier = reach_iff_lower_up()
-            // Taking a link down flushes its IPv4 routes without a route event.
-            if previous.map({ ($0 ^ info.ifi_flags) & up != 0 }) ?? true {
-                return RouteInvalidation(links: [info.ifi_index])
+            guard let previous else { return RouteInvalidation(links: [info.ifi_index]) }
+            // Lost: the answers through this link are stale. Gained: any answer may be.
+            func changed(_ bit: UInt32) -> RouteInvalidation {
+                info.ifi_flags & bit != 0 ? RouteInvalidation(all: true) : RouteInvalidation(links: [info.ifi_index])
             }
+            // Taking a link down flushes its IPv4 routes and kills its next hops without
+            // a route event; bringing it up revives the next hops of multipath routes,
+            // also silently, and a revived next hop can take a lookup that went elsewhere.
+            if (previous ^ info.ifi_flags) & up != 0 { return changed(up) }
             // A carrier change moves lookups only where routes through dead links are ignored.
-            if let previous, (previous ^ info.ifi_flags) & carrier != 0, Self.ignoresLinkdownRoutes() {
-                return RouteInvalidation(links: [info.ifi_index])
-            }
+            if (previous ^ info.ifi_flags) & carrier != 0, Self.ignoresLinkdownRoutes() { return changed(carrier) }
             return RouteInvalidation()
         default:
             // Routes, addresses (their local and prefix routes), rules, next hops.

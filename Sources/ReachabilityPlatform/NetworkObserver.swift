@@ -59,9 +59,10 @@ public final class NetworkObserver {
     }
 
     /// Reads the current facts: NetworkManager's (from libnm's cache) when it is
-    /// used and running, and the kernel's links and default routes (fresh netlink
-    /// dumps). Without NetworkManager, the kernel alone: `Connectivity` unknown,
-    /// nothing metered, interface types from ARPHRD and sysfs.
+    /// used and running, and the kernel's links (a fresh netlink dump). Without
+    /// NetworkManager, the kernel alone: `Connectivity` unknown, nothing metered,
+    /// interface types from ARPHRD and sysfs. The routes to the internet are the
+    /// evaluator's to ask (`routes(to:)`), like every other destination's.
     public func facts() -> NetworkFacts {
         let nm = networkManager?.facts()
         if nm == nil && mode == .networkManager { return .unknown }
@@ -69,11 +70,8 @@ public final class NetworkObserver {
                                  connectivity: nm?.connectivity ?? .unknown, devices: nm?.devices ?? [:])
         do {
             facts.links = try netlink.links()
-            for family in AddressFamily.allCases {
-                facts.defaultRoutes[family] = try netlink.defaultRoute(family, links: facts.links)
-            }
         } catch {
-            Log.error("cannot read the kernel's routes: \(error)")
+            Log.error("cannot read the kernel's links: \(error)")
         }
         return facts
     }
@@ -87,6 +85,16 @@ extension NetworkObserver {
         } catch {
             Log.error("cannot look up routes: \(error)")
             return addresses.map { _ in nil }
+        }
+    }
+
+    /// The kernel's routes to each address for packets bound to its link.
+    public func routes(bound queries: [(address: IPAddress, interface: Int32)]) -> [RouteFact?] {
+        do {
+            return try netlink.routes(bound: queries)
+        } catch {
+            Log.error("cannot look up routes: \(error)")
+            return queries.map { _ in nil }
         }
     }
 }

@@ -36,6 +36,8 @@ public final class TargetEvaluator {
 
     /// Re-reads the facts after a change, and forgets the route answers the
     /// kernel's events made stale. `everything` (a refresh) forgets them all.
+    /// The internet's routes are the kernel's answers for `internetDestinations`,
+    /// looked up and cached like any other address's.
     public func reload(everything: Bool = false) {
         facts = observer?.facts() ?? .unknown
         let stale = observer?.takeRouteInvalidation() ?? RouteInvalidation(all: true)
@@ -44,8 +46,47 @@ public final class TargetEvaluator {
         } else if !stale.links.isEmpty {
             routes = routes.filter { _, route in !(route.map { stale.links.contains($0.interfaceIndex) } ?? false) }
         }
+        if facts.backend != .none {
+            prefetchRoutes(Self.internetDestinations.flatMap(\.addresses))
+            for (family, addresses) in Self.internetDestinations {
+                facts.internetRoutes[family] = addresses.map(route)
+            }
+            if facts.links.values.contains(where: { $0.isUsable && Engine.isVPN($0, facts: facts) }) {
+                facts.underlayRoutes = underlayRoutes()
+            }
+        }
         onReload?(facts)
     }
+
+    /// The kernel's routes to the first internet destination of each family for
+    /// packets bound to each usable link that is neither a VPN nor loopback: the
+    /// paths a tunnel's own packets can take (`Engine.hasUnderlay`). Asked on
+    /// every reload while a VPN link can carry packets, never otherwise. `nil`
+    /// (not asked) when this namespace has no such link at all, usable or not:
+    /// the tunnel's packets then leave from another namespace (a WireGuard
+    /// device moved into a container), whose links cannot be seen from here.
+    private func underlayRoutes() -> [RouteFact?]? {
+        let candidates = facts.links.values.filter { $0.kernelType != .loopback && !Engine.isVPN($0, facts: facts) }
+        guard !candidates.isEmpty else { return nil }
+        let queries = candidates.filter(\.isUsable).map(\.index).sorted().flatMap { link in
+            Self.internetDestinations.map { (address: $0.addresses[0], interface: link) }
+        }
+        guard let observer, !queries.isEmpty else { return [] }
+        return observer.routes(bound: queries)
+    }
+
+    /// What the internet target asks the kernel: the route a packet to each of
+    /// these global unicast addresses would take. None is in a special-purpose
+    /// block (RFC 6890: no documentation, benchmarking or shared-address range
+    /// that labs and test networks route), each belongs to a different operator
+    /// and a different /8 (or /16), and the family's path is the one most of
+    /// them take, so a split tunnel or a lab route that covers one does not
+    /// speak for the internet. No packet is ever sent to them: `RTM_GETROUTE` is
+    /// a lookup in the kernel's tables and rules, nothing more.
+    public static let internetDestinations: [(family: AddressFamily, addresses: [IPAddress])] = [
+        (.ipv4, ["8.8.8.8", "1.1.1.1", "9.9.9.9"].map { try! IPAddress(parsing: $0) }),
+        (.ipv6, ["2001:4860:4860::8888", "2606:4700:4700::1111", "2620:fe::fe"].map { try! IPAddress(parsing: $0) }),
+    ]
 
     /// One evaluation of every target after a burst of changes; host names are
     /// looked up again (their routes are re-evaluated at once meanwhile).
@@ -79,18 +120,23 @@ public final class TargetEvaluator {
 
     /// Looks the routes of every address of `targets` up in batches, ahead of evaluating them.
     func prefetchRoutes(for targets: [WatchedTarget]) {
+        var addresses: [IPAddress] = []
+        for target in targets {
+            switch (target.kind, target.resolution) {
+            case (.address, _): if let address = target.address { addresses.append(address) }
+            case (.host, .resolved(let list)): addresses += list
+            default: break
+            }
+        }
+        prefetchRoutes(addresses)
+    }
+
+    /// Looks the routes of `addresses` not in the cache up, in batches.
+    private func prefetchRoutes(_ addresses: [IPAddress]) {
         var wanted: [IPAddress] = []
         var seen = Set<IPAddress>()
-        for target in targets {
-            let addresses: [IPAddress] =
-                switch (target.kind, target.resolution) {
-                case (.address, _): target.address.map { [$0] } ?? []
-                case (.host, .resolved(let list)): list
-                default: []
-                }
-            for address in addresses where routes[address] == nil && seen.insert(address).inserted {
-                wanted.append(address)
-            }
+        for address in addresses where routes[address] == nil && seen.insert(address).inserted {
+            wanted.append(address)
         }
         guard let observer, !wanted.isEmpty else { return }
         for (address, route) in zip(wanted, observer.routes(to: wanted)) { routes[address] = route }

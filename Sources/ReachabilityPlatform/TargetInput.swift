@@ -42,6 +42,12 @@ public enum TargetInput: Hashable, Sendable {
         } catch .unknownScope(let scope) {
             throw InvalidTarget(message: "address \(quoted(text)): no interface \(quoted(scope)) for the scope")
         } catch {
+            // "1.2.3", "0x7f.1": an address in a URL, but only dotted quads are literals here.
+            if let address = TargetName.whatwgIPv4(text) {
+                throw InvalidTarget(
+                    message: "\(quoted(text)) is not an IPv4 or IPv6 address literal "
+                        + "(not in canonical dotted-quad form: write it as \(address))")
+            }
             throw InvalidTarget(message: "\(quoted(text)) is not an IPv4 or IPv6 address literal")
         }
     }

@@ -91,9 +91,13 @@ public final class Daemon {
             if newOwner.isEmpty && name.hasPrefix(":") { self.registry.releaseAll(client: name) }
         }
         let engine = evaluator.engine
-        registry.onAdded = { [unowned self] target in
+        // Evaluated before it is exported: its first announcement is its real state (Status -1
+        // only while a host's first lookup is in flight or nothing is known yet).
+        registry.onCreated = { [unowned self] target in
             target.refresher = self.evaluator
             target.update(engine.state(of: target))
+        }
+        registry.onAdded = { [unowned self] target in
             engine.resolve(target)
             engine.hostTargetsChanged(count: self.registry.hostCount)
         }

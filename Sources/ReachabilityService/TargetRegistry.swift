@@ -12,6 +12,9 @@ final class TargetRegistry {
     private var holders: HolderRegistry<TargetKey>
     private(set) var objects: [TargetKey: TargetObject] = [:]
     private var keysByPath: [ObjectPath: TargetKey] = [:]
+    /// Called for a new target before it is exported, to give it its real first state:
+    /// `InterfacesAdded` carries that state, and nothing changes before the caller's reply.
+    var onCreated: ((TargetObject) -> Void)?
     /// Called for a new target after it is exported, and for a removed one before it is unexported.
     var onAdded: ((TargetObject) -> Void)?
     var onRemoved: ((TargetObject) -> Void)?
@@ -37,6 +40,7 @@ final class TargetRegistry {
         }
         if isFirst || objects[key] == nil {
             let object = TargetObject(input)
+            onCreated?(object)
             objects[key] = object
             keysByPath[key.path] = key
             object.exported = connection.export(object, at: key.path, interfaces: [TargetObject.interface])

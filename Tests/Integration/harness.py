@@ -988,11 +988,27 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"
 
     def do_GET(self):
+        # An IPv6 client gets RESPONSE_FILE.ipv6 instead when it exists; empty, the connection
+        # is closed without an answer (the check fails: "limited" for that family).
+        if not self.client_address[0].startswith("::ffff:"):
+            try:
+                with open(RESPONSE_FILE + ".ipv6", "rb") as f:
+                    body = f.read()
+                if not body:
+                    self.close_connection = True
+                    return
+                self._answer(body)
+                return
+            except OSError:
+                pass
         try:
             with open(RESPONSE_FILE, "rb") as f:
                 body = f.read()
         except OSError:
             body = b""
+        self._answer(body)
+
+    def _answer(self, body):
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(body)))
@@ -1041,6 +1057,18 @@ class ConncheckServer:
         temp.write_text(text)
         temp.chmod(0o644)
         temp.replace(self.response_file)
+
+    def set_ipv6_response(self, text: Optional[str]) -> None:
+        """A different answer for IPv6 clients: ``""`` closes their connections unanswered (their
+        check fails), ``None`` gives them the common answer again."""
+        override = self.response_file.with_name(self.response_file.name + ".ipv6")
+        if text is None:
+            override.unlink(missing_ok=True)
+            return
+        temp = override.with_suffix(".new")
+        temp.write_text(text)
+        temp.chmod(0o644)
+        temp.replace(override)
 
     def start(self, timeout: float = START_TIMEOUT) -> None:
         script = self.directory / "conncheck_server.py"

@@ -13,14 +13,19 @@ synchronise. NetworkManager's connectivity check is forced with its
 CheckConnectivity method instead of waiting for its interval.
 """
 
+import fcntl
+import os
 import signal
+import struct
 import time
 
 import pytest
 
 import harness
 from harness import (CONNECTION_REQUIRED, INTERVENTION_REQUIRED, MANAGER_IFACE, NM_STATE_CONNECTED_GLOBAL,
-                     NM_STATE_DISCONNECTED, REACHABLE, ROOT_PATH, SERVICE, TARGET_IFACE, fmt_props)
+                     NM_STATE_DISCONNECTED, REACHABLE, ROOT_PATH, SERVICE, TARGET_IFACE, TRANSIENT_CONNECTION,
+                     fmt_props)
+from test_kernel_backend import IFF_NO_PI, IFF_TUN, TUNSETIFF, fail_or_skip, network_namespace
 
 CONNECTED = {
     "Kind": "internet",
@@ -161,6 +166,48 @@ def test_captive_portal(online):
     recorder.assert_announced(mark)
 
 
+def device_connectivity(lab) -> tuple:
+    """NetworkManager's (Ip4Connectivity, Ip6Connectivity) of nmveth0, as names."""
+    path = lab.client.call(harness.NM_NAME, harness.NM_PATH, harness.NM_IFACE, "GetDeviceByIpIface", "s",
+                           (harness.NM_IFNAME,))[0]
+    return tuple(harness.NM_CONNECTIVITY[lab.nm_get(name, path, "org.freedesktop.NetworkManager.Device")]
+                 for name in ("Ip4Connectivity", "Ip6Connectivity"))
+
+
+def test_captive_portal_whichever_family_ranks_best(online):
+    """IPv4 behind a portal, IPv6's check failing (limited): NetworkManager's global connectivity
+    is "portal" (it ranks portal above limited), and the internet target must say so in its Flags
+    and Status too -- ConnectionRequired|InterventionRequired, Status 0, ReachableIPv6 false --
+    although the IPv6 path alone would rank best. Connectivity, Flags and Status never disagree
+    on the way in or out: exactly one StatusChanged each way."""
+    lab, recorder = online.lab, online.recorder
+    mark = recorder.mark()
+
+    lab.conncheck.set_ipv6_response("")
+    lab.set_portal(True)
+    assert lab.check_connectivity() == "portal", "NetworkManager's global connectivity is not portal"
+    harness.wait_until(lambda: device_connectivity(lab) == ("portal", "limited"), harness.CHANGE_TIMEOUT,
+                       "nmveth0: IPv4 portal, IPv6 limited", lambda: f"  now: {device_connectivity(lab)}",
+                       poll=0.05)
+    portal = {"Connectivity": "portal", "Flags": PORTAL_FLAGS, "Status": 0, "Reachable": False,
+              "ConnectionRequired": True, "ReachableViaEthernet": False, "ReachableIPv4": False,
+              "ReachableIPv6": False, "Interface": harness.NM_IFNAME, "Vpn": False}
+    recorder.wait_answer(portal, "the captive-portal answer although IPv6 alone is limited", mark=mark)
+    assert online.refresh() == (PORTAL_FLAGS, 0)
+    for event in recorder.since(mark, "properties"):
+        shown = event.target
+        if shown.get("Connectivity") == "portal":
+            assert shown.get("Status") == 0 and shown.get("Flags") == PORTAL_FLAGS, (
+                "Connectivity portal beside other Flags or Status:\n" + recorder.describe(mark))
+
+    lab.conncheck.set_ipv6_response(None)
+    lab.set_portal(False)
+    assert lab.check_connectivity() == "full"
+    recorder.wait_answer(CONNECTED, "the connected answer after the portal was passed", mark=mark)
+    assert recorder.status_changes(mark) == [(0, PORTAL_FLAGS), (2, REACHABLE)], recorder.describe(mark)
+    recorder.assert_announced(mark)
+
+
 def test_limited_connectivity_keeps_reachable(online):
     """The conncheck server is down: Connectivity "limited", and Flags stay Reachable (packets still
     leave the machine): no StatusChanged, and no PropertiesChanged mentions Flags or Status."""
@@ -264,3 +311,39 @@ def test_networkmanager_restarts(online, signum):
     changes = recorder.status_changes(mark)
     assert not changes or changes[-1] == (2, REACHABLE), recorder.describe(mark)
     recorder.assert_announced(mark)
+
+
+def test_vpn_tun_default_route_added_by_hand(online):
+    """A VPN client started by hand beside NetworkManager: a tun device with a process attached,
+    an address and a default route with a lower metric than NetworkManager's. The internet target
+    follows the kernel: TransientConnection|Reachable (0x3), Vpn, Interface tun0, Connectivity
+    still NetworkManager's global "full". The device removed: the connected answer again. One
+    StatusChanged each way."""
+    if not os.path.exists("/dev/net/tun"):
+        fail_or_skip("needs /dev/net/tun (the tun module)")
+    lab, recorder = online.lab, online.recorder
+    mark = recorder.mark()
+    tun = None
+    try:
+        lab.ip_nm("tuntap", "add", "dev", "tun0", "mode", "tun")
+        with network_namespace(lab.ns_nm):
+            tun = os.open("/dev/net/tun", os.O_RDWR | os.O_CLOEXEC)
+        fcntl.ioctl(tun, TUNSETIFF, struct.pack("16sH", b"tun0", IFF_TUN | IFF_NO_PI))
+        lab.ip_nm("addr", "add", "203.0.113.2/24", "dev", "tun0")
+        lab.ip_nm("link", "set", "tun0", "up")
+        lab.ip_nm("route", "add", "default", "dev", "tun0", "metric", "20")
+        vpn = dict(CONNECTED, Flags=TRANSIENT_CONNECTION | REACHABLE, Vpn=True, Interface="tun0",
+                   InterfaceType="other", ReachableViaEthernet=False)
+        recorder.wait_answer(vpn, "the VPN answer through tun0", mark=mark)
+        assert online.refresh() == (TRANSIENT_CONNECTION | REACHABLE, 2)
+
+        lab.ip_nm("link", "del", "tun0")
+        recorder.wait_answer(CONNECTED, "the connected answer once tun0 is gone", mark=mark)
+        online.refresh()
+        recorder.barrier()
+        assert recorder.status_changes(mark) == [(2, TRANSIENT_CONNECTION | REACHABLE), (2, REACHABLE)], (
+            recorder.describe(mark))
+        recorder.assert_announced(mark)
+    finally:
+        if tun is not None:
+            os.close(tun)

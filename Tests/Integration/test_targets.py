@@ -106,6 +106,51 @@ def test_local_addresses(lab, method, literal, canonical):
     assert props["Kind"] == "address" and props["Name"] == canonical and props["Addresses"] == [canonical]
 
 
+@pytest.mark.parametrize("literal,expected", [
+    ("127.0.0.1", {"Flags": LOCAL, "Status": 2, "Interface": "lo", "Addresses": ["127.0.0.1"]}),
+    (ROUTED[1], {"Flags": REACHABLE, "Status": 2, "Interface": harness.NM_IFNAME, "Addresses": [ROUTED[1]]}),
+])
+def test_new_address_target_appears_with_its_real_state(lab, literal, expected):
+    """An object-manager client sees a new address target once, in InterfacesAdded, with its real
+    Flags and Status (no Status -1 flash), and no PropertiesChanged or StatusChanged on it before
+    WatchAddress returns -- nor after, since nothing changed. Signals and the reply are logged in the
+    order the connection dispatches them (the order they arrived)."""
+    client = lab.client
+    path = path_of("address", literal)
+    log = []
+
+    def on_signal(_conn, _sender, signal_path, interface, member, parameters):
+        if signal_path in (ROOT_PATH, path):
+            log.append((signal_path, interface, member, parameters.unpack()))
+
+    subscription = client.conn.signal_subscribe(None, None, None, None, None, harness.Gio.DBusSignalFlags.NONE,
+                                                on_signal)
+    try:
+        def on_reply(conn, result):
+            log.append(("reply", conn.call_finish(result).unpack()))
+
+        client.conn.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchAddress", harness.GLib.Variant("(s)", (literal,)),
+                         None, harness.Gio.DBusCallFlags.NONE, 10000, None, on_reply)
+        harness.wait_until(lambda: any(entry[0] == "reply" for entry in log), harness.CALL_TIMEOUT,
+                           f"WatchAddress({literal}) to answer", lambda: f"  so far: {log}")
+        client.call(SERVICE, ROOT_PATH, harness.PEER_IFACE, "Ping")  # anything sent after the reply is in
+        harness.pump()
+
+        replied = next(i for i, entry in enumerate(log) if entry[0] == "reply")
+        assert log[replied][1] == (path,), log[replied]
+        added = [(i, entry[3]) for i, entry in enumerate(log)
+                 if entry[0] == ROOT_PATH and entry[2] == "InterfacesAdded" and entry[3][0] == path]
+        assert len(added) == 1 and added[0][0] < replied, f"expected one InterfacesAdded before the reply: {log}"
+        announced = added[0][1][1][TARGET_IFACE]
+        wrong = {k: announced.get(k) for k, v in expected.items() if announced.get(k) != v}
+        assert not wrong, f"InterfacesAdded announced {harness.fmt_props(wrong)}, expected {expected}"
+        on_target = [entry for entry in log if entry[0] == path]
+        assert on_target == [], f"the new target announced changes of its first state: {on_target}"
+        assert client.get_all(SERVICE, path, TARGET_IFACE)["Flags"] == expected["Flags"]
+    finally:
+        client.conn.signal_unsubscribe(subscription)
+
+
 def test_nxdomain_then_dns_change_and_refresh(lab):
     client = lab.client
     missing = watch(client, "WatchHost", "nosuch.test")
@@ -230,10 +275,10 @@ BAD_HOSTS = [
     ("percent%.test", "not an IPv4 or IPv6"),
     ("x" * 2000, "at most 1024"),
     ("a." * 127 + "ab", "at most 253"),
-    ("1.2.3", "label"),  # not an address (inet_pton), so a name whose labels are digits… valid? see below
+    ("1.2.3", "write it as 1.2.0.3"),  # ends in a number: an IPv4 address in a URL, never a host name
     ("::1::2", "not an IPv4 or IPv6"),
     ("fe80::1%nosuch", "no interface \"nosuch\""),
-    ("256.1.1.1", "label"),
+    ("256.1.1.1", "its last label is a number"),
     ("1:2:3:4:5:6:7:8:9", "not an IPv4 or IPv6"),
     ("gggg::1", "not an IPv4 or IPv6"),
     ("\u200b.test", "empty"),  # IDNA maps the zero-width space to nothing
@@ -256,9 +301,6 @@ def test_bad_input_gets_named_errors(lab):
     for text, needle in BAD_HOSTS:
         error = client.call_error(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchHost", "s", (text,))
         if error is None:
-            # Digits-only labels are valid DNS names ("1.2.3", "256.1.1.1"): accepted as hosts.
-            if needle == "label":
-                continue
             failures.append(f"WatchHost({text[:40]!r}) succeeded")
         elif error.name != ERROR_PREFIX + "InvalidTarget" or needle not in error.message:
             failures.append(f"WatchHost({text[:40]!r}) → {error.name}: {error.message}")
@@ -267,6 +309,8 @@ def test_bad_input_gets_named_errors(lab):
             error = client.call_error(SERVICE, ROOT_PATH, MANAGER_IFACE, method, "s", (text,))
             if method == "Query" and needle.startswith("not an IPv4") and error is None:
                 continue  # Query takes host names too
+            if method == "Query" and error is not None and "its last label is a number" in error.message:
+                continue  # read as a host name, which ends in a number (test_numeric_host_names_…)
             if error is None or error.name != ERROR_PREFIX + "InvalidTarget" or needle not in error.message:
                 failures.append(f"{method}({text[:40]!r}) → {error and (error.name, error.message)}")
     # Wrong D-Bus signatures.
@@ -283,6 +327,35 @@ def test_bad_input_gets_named_errors(lab):
     assert len(BAD_HOSTS) + len(BAD_ADDRESSES) >= 30
     client.call(SERVICE, ROOT_PATH, harness.PEER_IFACE, "Ping")
     assert lab.daemons[-1].running
+
+
+NUMERIC_NAMES = [
+    # (input, what the message must say): the WHATWG URL host rule
+    ("2130706433", "write it as 127.0.0.1"),
+    ("0177.0.0.1", "write it as 127.0.0.1"),
+    ("1.2.3", "write it as 1.2.0.3"),
+    ("0x7f.1", "write it as 127.0.0.1"),
+    ("www.example.42", "it is not a valid one"),
+]
+
+
+def test_numeric_host_names_are_addresses_or_errors(lab):
+    """A name whose last label is numeric is never looked up as a host name (the resolver would
+    read 2130706433 or 0177.0.0.1 as 127.0.0.1): WatchHost and Query refuse it with InvalidTarget
+    and the canonical form to write; a canonical dotted quad, even with the root's dot, is the
+    address target itself. No host object is ever created for them."""
+    client = lab.client
+    failures = []
+    for text, needle in NUMERIC_NAMES:
+        for method in ("WatchHost", "Query"):
+            error = client.call_error(SERVICE, ROOT_PATH, MANAGER_IFACE, method, "s", (text,))
+            if (error is None or error.name != ERROR_PREFIX + "InvalidTarget"
+                    or "its last label is a number" not in error.message or needle not in error.message):
+                failures.append(f"{method}({text!r}) → {error and (error.name, error.message)}")
+    assert not failures, "\n".join(failures)
+    assert watch(client, "WatchHost", "127.0.0.1.") == path_of("address", "127.0.0.1")
+    managed = client.call(SERVICE, ROOT_PATH, OBJECT_MANAGER_IFACE, "GetManagedObjects")[0]
+    assert not [p for p in managed if "/host/" in p], f"host objects were created: {sorted(managed)}"
 
 
 def test_limits(nm_lab):

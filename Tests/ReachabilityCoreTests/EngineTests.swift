@@ -1,7 +1,7 @@
 import Testing
 @testable import ReachabilityCore
 
-/// Facts for one interface `eth0` (index 2) with the given default routes and device.
+/// Facts for one interface `eth0` (index 2) with the given routes to the internet and device.
 private func facts(
     v4: RouteFact? = nil, v6: RouteFact? = nil, device: DeviceFact? = nil,
     link: LinkFact = LinkFact(index: 2, name: "eth0", isUp: true, hasCarrier: true, operState: .up,
@@ -10,11 +10,8 @@ private func facts(
 ) -> NetworkFacts {
     var devices: [String: DeviceFact] = [:]
     for d in [device].compactMap({ $0 }) + extraDevices { devices[d.interface] = d }
-    var routes: [AddressFamily: RouteFact] = [:]
-    routes[.ipv4] = v4
-    routes[.ipv6] = v6
     return NetworkFacts(backend: .networkManager, connectivity: connectivity, devices: devices,
-                        links: [2: link], defaultRoutes: routes)
+                        links: [2: link], internetRoutes: [.ipv4: [v4], .ipv6: [v6]])
 }
 
 private let viaGateway = RouteFact(kind: .unicast, hasGateway: true, interfaceIndex: 2)
@@ -178,6 +175,156 @@ struct InternetTargetTests {
         #expect(Engine.evaluateInternet(facts(v4: viaGateway, link: wlan)).interfaceType == .wifi)
         let generic = DeviceFact(interface: "eth0", type: .other, activity: .activated)
         #expect(Engine.evaluateInternet(facts(v4: viaGateway, device: generic, link: wlan)).interfaceType == .wifi)
+    }
+}
+
+@Suite("The internet's path from the kernel's answers for several destinations")
+struct InternetPathTests {
+    private static let eth0 = LinkFact(index: 2, name: "eth0", isUp: true, hasCarrier: true, operState: .up,
+                                       kernelType: .ethernet, isTunnel: false)
+    private static let wg0 = LinkFact(index: 3, name: "wg0", isUp: true, hasCarrier: true, operState: .unknown,
+                                      kernelType: .other, isTunnel: true)
+    private static let eth1 = LinkFact(index: 4, name: "eth1", isUp: true, hasCarrier: false, operState: .down,
+                                       kernelType: .ethernet, isTunnel: false)
+    private static let viaEth0 = RouteFact(kind: .unicast, hasGateway: true, interfaceIndex: 2)
+    private static let viaWg0 = RouteFact(kind: .unicast, hasGateway: false, interfaceIndex: 3)
+    private static let viaEth1 = RouteFact(kind: .unicast, hasGateway: true, interfaceIndex: 4)
+
+    private func facts(_ v4: [RouteFact?], _ v6: [RouteFact?] = [], connectivity: Connectivity = .unknown)
+        -> NetworkFacts
+    {
+        NetworkFacts(backend: .kernel, connectivity: connectivity,
+                     links: [2: Self.eth0, 3: Self.wg0, 4: Self.eth1], internetRoutes: [.ipv4: v4, .ipv6: v6])
+    }
+
+    @Test("a split tunnel that covers one destination does not speak for the internet")
+    func splitTunnel() {
+        let state = Engine.evaluateInternet(facts([Self.viaWg0, Self.viaEth0, Self.viaEth0]))
+        #expect(state.interface == "eth0")
+        #expect(!state.isVPN)
+        #expect(state.flags == .reachable)
+    }
+
+    @Test("a full tunnel covers every destination: the VPN, without IsDirect")
+    func fullTunnel() {
+        let state = Engine.evaluateInternet(facts([Self.viaWg0, Self.viaWg0, Self.viaWg0]))
+        #expect(state.interface == "wg0")
+        #expect(state.isVPN)
+        #expect(state.flags == [.reachable, .transientConnection])
+    }
+
+    @Test("a usable answer outranks answers through a dead link; ties go to the first destination")
+    func rankFirst() {
+        let state = Engine.evaluateInternet(facts([Self.viaEth1, nil, Self.viaEth0]))
+        #expect(state.interface == "eth0")
+        #expect(state.flags == .reachable)
+        #expect(Engine.internetPath(family: .ipv4, facts: facts([Self.viaWg0, Self.viaEth0])).interface == "wg0")
+        #expect(Engine.internetPath(family: .ipv4, facts: facts([Self.viaEth1, nil])).flags == [])
+    }
+
+    @Test("no answer at all (no route, reject routes): not reachable, no interface")
+    func noRoute() {
+        let unusable = RouteFact(kind: .unusable, hasGateway: false, interfaceIndex: 1)
+        let state = Engine.evaluateInternet(facts([nil, unusable, nil]))
+        #expect(state.flags == [])
+        #expect(state.interface == "")
+        #expect(!state.reachableIPv4 && !state.reachableIPv6)
+    }
+
+    @Test("IPv6 only: reachable through IPv6 alone")
+    func ipv6Only() {
+        let state = Engine.evaluateInternet(facts([nil, nil, nil], [Self.viaEth0, Self.viaEth0, Self.viaEth0]))
+        #expect(state.flags == .reachable)
+        #expect(!state.reachableIPv4 && state.reachableIPv6)
+        #expect(state.interface == "eth0")
+    }
+}
+
+@Suite("A tunnel needs an underlay")
+struct UnderlayTests {
+    private static let eth0 = LinkFact(index: 2, name: "eth0", isUp: true, hasCarrier: true, operState: .up,
+                                       kernelType: .ethernet, isTunnel: false)
+    private static let tun0 = LinkFact(index: 3, name: "tun0", isUp: true, hasCarrier: true, operState: .unknown,
+                                       kernelType: .other, isTunnel: true)
+    private static let viaTun = RouteFact(kind: .unicast, hasGateway: false, interfaceIndex: 3)
+    private static let viaEth0 = RouteFact(kind: .unicast, hasGateway: true, interfaceIndex: 2)
+
+    private func facts(underlay: [RouteFact?]?, eth0: LinkFact = eth0) -> NetworkFacts {
+        NetworkFacts(backend: .kernel, links: [2: eth0, 3: Self.tun0],
+                     internetRoutes: [.ipv4: [Self.viaTun, Self.viaTun, Self.viaTun]], underlayRoutes: underlay)
+    }
+
+    @Test("a full tunnel with a path outside it: reachable, TransientConnection, Vpn")
+    func withUnderlay() {
+        let state = Engine.evaluateInternet(facts(underlay: [Self.viaEth0, nil]))
+        #expect(state.flags == [.reachable, .transientConnection])
+        #expect(state.isVPN && state.interface == "tun0")
+    }
+
+    @Test("no path outside the tunnel (no route, a dead link, only the tunnel, nothing asked for): not reachable",
+          arguments: [[nil], [], [RouteFact(kind: .unicast, hasGateway: false, interfaceIndex: 3)],
+                      [RouteFact(kind: .unusable, hasGateway: false, interfaceIndex: 2)]] as [[RouteFact?]])
+    func withoutUnderlay(underlay: [RouteFact?]) {
+        let state = Engine.evaluateInternet(facts(underlay: underlay))
+        #expect(state.flags == [])
+        #expect(!state.isVPN && state.interface == "")
+        #expect(Engine.evaluatePath(family: .ipv4, route: Self.viaTun, facts: facts(underlay: underlay)).flags == [])
+    }
+
+    @Test("the Wi-Fi under a full tunnel went away: not reachable, though the tunnel's route stands")
+    func underlayLostCarrier() {
+        let dead = LinkFact(index: 2, name: "eth0", isUp: true, hasCarrier: false, operState: .down,
+                            kernelType: .ethernet, isTunnel: false)
+        #expect(Engine.evaluateInternet(facts(underlay: [Self.viaEth0], eth0: dead)).flags == [])
+    }
+
+    @Test("not asked (nil): the rule is not applied")
+    func notAsked() {
+        #expect(Engine.evaluateInternet(facts(underlay: nil)).flags == [.reachable, .transientConnection])
+    }
+}
+
+@Suite("Captive portal on the internet target, one story")
+struct InternetPortalTests {
+    private static let eth0 = LinkFact(index: 2, name: "eth0", isUp: true, hasCarrier: true, operState: .up,
+                                       kernelType: .ethernet, isTunnel: false)
+    private static let route = RouteFact(kind: .unicast, hasGateway: true, interfaceIndex: 2)
+
+    private func facts(global: Connectivity, v4: Connectivity, v6: Connectivity) -> NetworkFacts {
+        let device = DeviceFact(interface: "eth0", type: .ethernet, activity: .activated,
+                                connectivityIPv4: v4, connectivityIPv6: v6)
+        return NetworkFacts(backend: .networkManager, connectivity: global, devices: ["eth0": device],
+                            links: [2: Self.eth0], internetRoutes: [.ipv4: [Self.route], .ipv6: [Self.route]])
+    }
+
+    @Test("global portal: ConnectionRequired|InterventionRequired, Status 0, whichever family ranks best",
+          arguments: [(Connectivity.portal, Connectivity.limited), (.limited, .portal), (.full, .full),
+                      (.portal, .portal), (.unknown, .unknown)])
+    func globalPortal(v4: Connectivity, v6: Connectivity) {
+        let state = Engine.evaluateInternet(facts(global: .portal, v4: v4, v6: v6))
+        #expect(state.flags == [.reachable, .connectionRequired, .interventionRequired])
+        #expect(state.status == .notReachable)
+        #expect(state.connectivity == .portal)
+        #expect(!state.isReachable && !state.reachableIPv4 && !state.reachableIPv6)
+    }
+
+    @Test("global portal without any route: still ConnectionRequired|InterventionRequired, Status 0")
+    func portalWithoutRoute() {
+        var facts = facts(global: .portal, v4: .portal, v6: .portal)
+        facts.internetRoutes = [.ipv4: [nil], .ipv6: [nil]]
+        let state = Engine.evaluateInternet(facts)
+        #expect(state.flags == [.connectionRequired, .interventionRequired])
+        #expect(state.status == .notReachable)
+        #expect(state.connectivity == .portal)
+    }
+
+    @Test("not portal globally: a family behind a portal loses to one that is not")
+    func otherFamilyWins() {
+        let state = Engine.evaluateInternet(facts(global: .limited, v4: .portal, v6: .limited))
+        #expect(state.flags == .reachable)
+        #expect(state.status == .reachableViaWiFi)
+        #expect(state.connectivity == .limited)
+        #expect(!state.reachableIPv4 && state.reachableIPv6)
     }
 }
 

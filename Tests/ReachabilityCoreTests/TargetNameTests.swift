@@ -79,9 +79,33 @@ private let goodInputs: [(input: String, normalized: String)] = [
     ("_", "_"),
     ("_a_.b_", "_a_.b_"),
     ("123.example", "123.example"),
-    ("0.example.42", "0.example.42"),
+    ("0.example.42x", "0.example.42x"),
+    ("example.0xg", "example.0xg"),
+    ("1e3", "1e3"),
+    ("192.0.2.1", "192.0.2.1"),
+    ("192.0.2.1.", "192.0.2.1"),
     ("xn--caf-dma.com", "xn--caf-dma.com"),
     ("XN--CAF-DMA.COM", "xn--caf-dma.com"),
+]
+
+/// Names whose last label is numeric and which are not canonical dotted quads:
+/// the WHATWG URL IPv4 parser's answer, or `nil` where it has none.
+private let namesEndingInANumber: [(input: String, address: String?)] = [
+    ("2130706433", "127.0.0.1"),
+    ("0177.0.0.1", "127.0.0.1"),
+    ("1.2.3", "1.2.0.3"),
+    ("0x7f.1", "127.0.0.1"),
+    ("0X7F.0.0.1", "127.0.0.1"),
+    ("127.1", "127.0.0.1"),
+    ("0x", "0.0.0.0"),
+    ("0.example.42", nil),
+    ("example.0x10", nil),
+    ("256.1.1.1", nil),
+    ("1.2.3.4.5", nil),
+    ("4294967296", nil),
+    ("09.1.1.1", nil),
+    ("01.2.3.4", "1.2.3.4"),
+    ("192.0.2.001", "192.0.2.1"),
 ]
 
 /// A message is safe on D-Bus and readable: no control character at all (the
@@ -150,6 +174,48 @@ struct TargetNameTests {
     @Test("normalising is idempotent", arguments: goodInputs.map(\.normalized))
     func idempotent(name: String) throws {
         #expect(try TargetName.normalizeHost(name) == name)
+    }
+
+    @Test("a name whose last label is numeric is a canonical IPv4 address or refused, with the form to write",
+          arguments: namesEndingInANumber)
+    func endingInANumber(input: String, address: String?) {
+        #expect {
+            _ = try TargetName.normalizeHost(input)
+        } throws: { error in
+            guard let message = (error as? InvalidTarget)?.message, isSafe(message) else { return false }
+            let named = message.contains("its last label is a number, so it is an IPv4 address and not a host name")
+            if let address {
+                return named && message.hasSuffix("not in canonical dotted-quad form: write it as \(address)")
+            }
+            return named && message.contains("it is not a valid one")
+        }
+    }
+
+    @Test("the exact message for 2130706433")
+    func numericMessage() {
+        #expect(throws: InvalidTarget(message: #"host name "2130706433": its last label is a number, so it is an "#
+            + "IPv4 address and not a host name (WHATWG URL host rules; the system resolver would read it as an "
+            + "address too), but not in canonical dotted-quad form: write it as 127.0.0.1")) {
+            _ = try TargetName.normalizeHost("2130706433")
+        }
+    }
+
+    @Test("WHATWG's ends-in-a-number and IPv4 parsers")
+    func whatwg() {
+        #expect(TargetName.endsInANumber("42".unicodeScalars))
+        #expect(TargetName.endsInANumber("0x".unicodeScalars))
+        #expect(TargetName.endsInANumber("0xFF".unicodeScalars))
+        #expect(TargetName.endsInANumber("09".unicodeScalars))  // all digits, though not octal
+        #expect(!TargetName.endsInANumber("0xg".unicodeScalars))
+        #expect(!TargetName.endsInANumber("42a".unicodeScalars))
+        #expect(!TargetName.endsInANumber("".unicodeScalars))
+        #expect(TargetName.whatwgIPv4("4294967295") == "255.255.255.255")
+        #expect(TargetName.whatwgIPv4("4294967296") == nil)
+        #expect(TargetName.whatwgIPv4("1.16777215") == "1.255.255.255")
+        #expect(TargetName.whatwgIPv4("1.16777216") == nil)
+        #expect(TargetName.whatwgIPv4("0x100.1") == nil)
+        #expect(TargetName.whatwgIPv4("1..2") == nil)
+        #expect(TargetName.whatwgIPv4("example.com") == nil)
     }
 
     @Test("address literals are recognised", arguments: [

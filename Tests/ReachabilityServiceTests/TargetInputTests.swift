@@ -73,6 +73,42 @@ struct TargetInputTests {
     }
 }
 
+@Suite("Names that end in a number (WHATWG URL host rule)")
+struct NumericHostTests {
+    @Test("WatchHost and Query refuse them, naming the canonical address to write", arguments: [
+        ("2130706433", "write it as 127.0.0.1"),
+        ("0177.0.0.1", "write it as 127.0.0.1"),
+        ("1.2.3", "write it as 1.2.0.3"),
+        ("0x7f.1", "write it as 127.0.0.1"),
+        ("1.2.3.4.5", "it is not a valid one"),
+        ("www.example.123", "it is not a valid one"),
+    ])
+    func refused(input: String, message: String) {
+        #expect {
+            _ = try TargetInput.validHost(input)
+        } throws: { error in
+            let error = error as? BusError
+            return error?.name == "io.github.reachabilityd.Reachability1.Error.InvalidTarget"
+                && error?.message.contains("its last label is a number") == true
+                && error?.message.contains(message) == true
+        }
+    }
+
+    @Test("a canonical dotted quad (with or without the root's dot) is that address")
+    func canonical() throws {
+        #expect(try TargetInput.parseHost("127.0.0.1.").key == TargetKey(kind: .address, name: "127.0.0.1"))
+    }
+
+    @Test("WatchAddress names the canonical form too", arguments: [("1.2.3", "1.2.0.3"), ("0x7f.1", "127.0.0.1")])
+    func address(input: String, canonical: String) {
+        #expect {
+            _ = try TargetInput.parseAddress(input)
+        } throws: { error in
+            (error as? InvalidTarget)?.message.contains("write it as \(canonical)") == true
+        }
+    }
+}
+
 @Suite("An address literal with the root's dot")
 struct RootDotLiteralTests {
     @Test("is that address (found by the names fuzz target)")
