@@ -1,15 +1,27 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Reachability
 import Synchronization
 
 /// What reachctl prints, and how: lines written straight to the descriptors,
-/// so that `watch` reaches a pipe line by line.
+/// so that `watch` reaches a pipe line by line. FoundationEssentials only
+/// (dates and JSON): Foundation would bring its internationalisation data,
+/// 45 MB of a statically linked reachctl.
 enum Output {
-    static func line(_ text: String, to handle: FileHandle = .standardOutput) {
-        handle.write(Data((text + "\n").utf8))
+    static let standardOutput: Int32 = 1
+    static let standardError: Int32 = 2
+
+    static func line(_ text: String, to descriptor: Int32 = standardOutput) {
+        var bytes = Array((text + "\n").utf8)[...]
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            if written < 0 && errno == EINTR { continue }
+            if written <= 0 { return }
+            bytes = bytes.dropFirst(written)
+        }
     }
 
-    static func error(_ message: String) { line("reachctl: " + message, to: .standardError) }
+    static func error(_ message: String) { line("reachctl: " + message, to: standardError) }
 
     private static let notedInProcess = Atomic<Bool>(false)
 
@@ -17,7 +29,7 @@ enum Output {
     static func noteInProcess(forced: Bool) {
         guard !notedInProcess.exchange(true, ordering: .relaxed) else { return }
         let why = forced ? "--no-daemon" : "no reachabilityd on the system bus"
-        line("reachctl: \(why); evaluating in this process", to: .standardError)
+        line("reachctl: \(why); evaluating in this process", to: standardError)
     }
 
     static func state(_ state: ReachabilityState, of manager: NetworkReachabilityManager, json: Bool, time: Date?) {
@@ -31,7 +43,8 @@ enum Output {
         } else if let time {
             line("\(timestamp(time)) \(target): \(words(state)) status=\(state.status.rawValue)"
                  + " interface=\(state.interface.isEmpty ? "-" : state.interface)"
-                 + " type=\(state.interfaceType.rawValue.isEmpty ? "-" : state.interfaceType.rawValue)")
+                 + " type=\(state.interfaceType.rawValue.isEmpty ? "-" : state.interfaceType.rawValue)"
+                 + (state.error.isEmpty ? "" : " error=\(quoted(state.error))"))
         } else {
             line(block(state, target: target))
         }
@@ -44,7 +57,7 @@ enum Output {
 
     static func block(_ state: ReachabilityState, target: ReachabilityTarget) -> String {
         func yes(_ b: Bool) -> String { b ? "yes" : "no" }
-        let flags = state.flags.map { String(format: "0x%08x", $0.rawValue) } ?? "unknown"
+        let flags = state.flags.map { hex($0.rawValue) } ?? "unknown"
         var rows = [
             ("Reachability", "\(words(state)) (\(flags))"),
             ("Status", "\(state.status.rawValue) (\(describe(state.reachabilityStatus)))"),
@@ -59,6 +72,17 @@ enum Output {
         if !state.error.isEmpty { rows.append(("Error", state.error)) }
         return "\(target)\n" + rows.map { "  \($0.0 + ":")\(String(repeating: " ", count: 14 - $0.0.count))\($0.1)" }
             .joined(separator: "\n")
+    }
+
+    /// `0x00000002`, as `scutil -r` shows flags.
+    static func hex(_ value: UInt32) -> String {
+        let digits = String(value, radix: 16)
+        return "0x" + String(repeating: "0", count: max(0, 8 - digits.count)) + digits
+    }
+
+    /// `text` in double quotes, with quotes and backslashes escaped.
+    static func quoted(_ text: String) -> String {
+        "\"" + text.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"") + "\""
     }
 
     static func describe(_ status: NetworkReachabilityManager.NetworkReachabilityStatus) -> String {
