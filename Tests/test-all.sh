@@ -102,7 +102,16 @@ if $install_only; then
 fi
 
 echo "== build"
-swift build --build-tests
+# A warning fails the run: the build is meant to print none.
+log=$(mktemp)
+swift build --build-tests 2>&1 | tee "$log"
+if grep -q "warning:" "$log"; then
+    echo "test-all: the build printed warnings:" >&2
+    grep "warning:" "$log" >&2
+    rm -f "$log"
+    exit 1
+fi
+rm -f "$log"
 bin=$(swift build --show-bin-path)
 
 echo "== unit tests"
