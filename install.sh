@@ -15,6 +15,8 @@
 #                                      libraries at run time (smaller files)
 #   --files-only                       copy the files; do not create the user,
 #                                      reload the bus or systemd
+#   --no-strip                         keep the symbol tables and debug
+#                                      information (for a -dbgsym package)
 #
 # Installed (PREFIX /usr):
 #   /usr/libexec/reachabilityd, /usr/bin/reachctl, the man page, the bash, zsh
@@ -35,6 +37,7 @@ prefix=${PREFIX:-/usr}
 destdir=${DESTDIR:-}
 static=true
 files_only=false
+strip=-s
 while (($#)); do
     case $1 in
         --prefix) prefix=$2; shift 2 ;;
@@ -43,6 +46,7 @@ while (($#)); do
         --destdir=*) destdir=${1#*=}; shift ;;
         --shared-swift-runtime) static=false; shift ;;
         --files-only) files_only=true; shift ;;
+        --no-strip) strip=; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "install.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -79,8 +83,8 @@ service=io.github.reachabilityd.Reachability1
 root=$destdir$prefix
 echo "== installing into ${destdir:+$destdir }$prefix"
 # Stripped: the symbol table and debug information are half of each file.
-install -D -m 755 -s "$bin/reachabilityd" "$root/libexec/reachabilityd"
-install -D -m 755 -s "$bin/reachctl" "$root/bin/reachctl"
+install -D -m 755 $strip "$bin/reachabilityd" "$root/libexec/reachabilityd"
+install -D -m 755 $strip "$bin/reachctl" "$root/bin/reachctl"
 install -D -m 644 docs/man/reachctl.1 "$root/share/man/man1/reachctl.1"
 install -D -m 644 docs/completions/reachctl.bash "$root/share/bash-completion/completions/reachctl"
 install -D -m 644 docs/completions/reachctl.zsh "$root/share/zsh/vendor-completions/_reachctl"

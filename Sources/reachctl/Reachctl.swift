@@ -1,5 +1,4 @@
 import ArgumentParser
-import FoundationEssentials
 import Glibc
 import Reachability
 
@@ -195,7 +194,7 @@ struct Watch: AsyncParsableCommand {
                     for try await state in manager.updates {
                         if let last, last.0 == state.flags, last.1 == state.status { continue }
                         last = (state.flags, state.status)
-                        Output.state(state, of: manager, json: json, time: Date())
+                        Output.state(state, of: manager, json: json, time: Output.now())
                     }
                 }
             }
