@@ -119,3 +119,27 @@ def test_installing_the_test_packages_starts_and_enables_nothing(tmp_path, previ
         assert (sbin / "policy-rc.d").read_text() == previous
         assert os.access(sbin / "policy-rc.d", os.X_OK)
     assert "not started and not enabled" in result.stdout
+
+
+def test_readme_applet_shows_the_current_state_at_once(plain_lab, tmp_path):
+    """The applet snippet prints the state before any change (next to a running
+    daemon it used to print nothing until something changed)."""
+    text = (REPO / "README.md").read_text()
+    section = text.split("### A panel applet", 1)[1]
+    [snippet] = re.findall(r"```python\n(.*?)```", section.split("\n## ", 1)[0], re.S)
+    script = tmp_path / "applet.py"
+    script.write_text(snippet)
+    plain_lab.daemon(args=["--system", "--backend", "kernel"])
+    status = harness.wait_until(
+        lambda: (plain_lab.client.get(harness.SERVICE, harness.ROOT_PATH, harness.TARGET_IFACE, "Status") + 1),
+        harness.START_TIMEOUT, "the daemon's first answer", poll=0.05) - 1
+    flags = plain_lab.client.get(harness.SERVICE, harness.ROOT_PATH, harness.TARGET_IFACE, "Flags")
+    applet = subprocess.Popen(["/usr/bin/python3", str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=plain_lab.bus.address), text=True)
+    try:
+        line = harness.read_line(applet.stdout, harness.START_TIMEOUT)
+    finally:
+        applet.kill()
+        _, errors = applet.communicate()
+    words = {-1: "unknown", 0: "offline", 1: "online (cellular)", 2: "online"}[status]
+    assert line == f"{words} {hex(flags)}\n", (line, errors)
