@@ -160,7 +160,12 @@ struct Query: AsyncParsableCommand {
         var allReachable = true
         for text in targets {
             let manager = try options.manager(for: text, command: "query")
-            let state = try await manager.query()
+            let state: ReachabilityState
+            do {
+                state = try await manager.query()
+            } catch {
+                throw TargetText.explained(error)
+            }
             allReachable = allReachable && state.isReachable
             Output.state(state, of: manager, json: options.json, time: nil)
         }

@@ -48,14 +48,19 @@ enum TargetText {
 
     /// A "no daemon" error as a sentence: no system bus at all, or a bus that
     /// cannot start reachabilityd; `hint` says what it means for the command.
-    static func explained(_ error: ReachabilityError, hint: String) -> ReachabilityError {
+    static func explained(_ error: ReachabilityError, hint: String? = nil) -> ReachabilityError {
+        let hint = hint.map { "; " + $0 } ?? ""
+        if case .failed(let message) = error, message.hasPrefix("org.freedesktop.DBus.Error.AccessDenied") {
+            return .serviceUnavailable("the system bus refused the call to reachabilityd: its policy is not"
+                                       + " installed or not loaded (reachctl doctor says why)" + hint)
+        }
         guard case .serviceUnavailable(let message) = error else { return error }
         let noBus = "cannot connect to the system bus: "
         if message.hasPrefix(noBus) {
             return .serviceUnavailable("reachabilityd cannot be asked: there is no system bus ("
-                                       + message.dropFirst(noBus.count) + "); " + hint)
+                                       + message.dropFirst(noBus.count) + ")" + hint)
         }
         return .serviceUnavailable("reachabilityd is not running, and the system bus cannot start it"
-                                   + " (reachctl doctor says why); " + hint)
+                                   + " (reachctl doctor says why)" + hint)
     }
 }

@@ -185,3 +185,33 @@ def test_staged_service_is_activated_by_the_bus_and_answers(stage, staged_bus): 
         "daemon", harness.REACHABLE | harness.IS_LOCAL_ADDRESS | harness.IS_DIRECT), answer
     listed = staged_reachctl(stage, bus, "list")
     assert listed.returncode == 0 and listed.stdout, listed
+
+
+def test_a_bus_without_the_policy_is_explained(tmp_path):
+    """The daemon owns its name (root may), but the bus has not loaded the
+    policy, so it refuses every call: reachctl and doctor say so in words."""
+    require(root=True, networkmanager=False)
+    bus = harness.PrivateBus(harness.short_tmpdir("reach-no-policy-"), "system", policy=SYSTEM_POLICY,
+                             extra_config=f'  <policy user="root"><allow own="{SERVICE}"/></policy>')
+    bus.start()
+    client = bus.client()
+    daemon = harness.Daemon(bus.address, tmp_path / "reachabilityd.log", args=["--system", "--backend", "kernel"])
+    try:
+        daemon.start(client)
+        env = {"PATH": "/usr/bin:/bin", "DBUS_SYSTEM_BUS_ADDRESS": bus.address}
+        reachctl = harness.daemon_binary().parent / "reachctl"
+        query = subprocess.run([str(reachctl), "--daemon", "query", "127.0.0.1"], capture_output=True, text=True,
+                               env=env, timeout=60, check=False)
+        assert query.returncode == 2
+        assert query.stderr.startswith("reachctl: the system bus refused the call to reachabilityd: its policy is "
+                                       "not installed or not loaded (reachctl doctor says why)"), query.stderr
+        doctor = subprocess.run([str(reachctl), "doctor"], capture_output=True, text=True, env=env, timeout=60,
+                                check=False)
+        assert doctor.returncode == 2
+        assert "answers          no: org.freedesktop.DBus.Error.AccessDenied" in doctor.stdout, doctor.stdout
+        assert "reachabilityd does not work: the bus refused the call: its policy" in doctor.stdout, doctor.stdout
+    finally:
+        daemon.stop()
+        client.close()
+        bus.stop()
+        subprocess.run(["rm", "-rf", str(bus.directory)], check=False)
