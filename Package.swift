@@ -20,8 +20,13 @@ let package = Package(
         .systemLibrary(
             name: "CDBus", pkgConfig: "dbus-1",
             providers: [.apt(["libdbus-1-dev"])]),
+        // libnm through glib-2.0's pkg-config flags (its include paths, the
+        // architecture's glibconfig.h among them): libnm's own pkg-config file
+        // requires gio-2.0, which privately requires gmodule, whose -pthread
+        // SwiftPM rejects with a warning on every build. The shim includes
+        // <libnm/NetworkManager.h> from the standard include directory.
         .systemLibrary(
-            name: "CNetworkManager", pkgConfig: "libnm",
+            name: "CNetworkManager", pkgConfig: "glib-2.0",
             providers: [.apt(["libnm-dev"])]),
         .systemLibrary(name: "CNetlink"),
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole integration suite against binaries built with a sanitizer.
 #
-#   sudo Tests/sanitize.sh address     # AddressSanitizer (+ LeakSanitizer at exit)
-#   sudo Tests/sanitize.sh thread      # ThreadSanitizer
+#   Tests/sanitize.sh address          # as root; AddressSanitizer (+ LeakSanitizer at exit)
+#   Tests/sanitize.sh thread           # as root; ThreadSanitizer
 #
 # Every sanitizer report is written to a file; the run fails if any test
 # fails or any report exists, and prints the reports. Run Tests/test-all.sh

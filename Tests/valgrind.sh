@@ -4,7 +4,7 @@
 # Query, Refresh, bad input, then SIGTERM. Fails on any memcheck error or any
 # definitely lost byte; prints the leak summary.
 #
-#   sudo Tests/valgrind.sh
+#   Tests/valgrind.sh      # as root
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind > /dev/null || { apt-get update -q && apt-get install -y -q valgrind; }

@@ -4,7 +4,12 @@
 #include <glib.h>
 #include <glib-unix.h>
 #include <gio/gio.h>
-#include <NetworkManager.h>
+/* libnm's headers are found as <libnm/...> (see Package.swift: no -I for
+ * libnm). All of them include each other by quoted names, found beside them,
+ * except nm-autoptr.h, which includes <NetworkManager.h> again only to add
+ * g_autoptr cleanup macros that Swift cannot use: it is skipped. */
+#define __NM_AUTOPTR_H__
+#include <libnm/NetworkManager.h>
 
 /* g_signal_connect is a macro. The callback is connected "swapped", so it
  * receives the user data as its first argument whatever the signal's own

@@ -80,30 +80,63 @@ public struct Interface<Owner: AnyObject>: Sendable {
     }
 }
 
-/// The interface definitions of an introspection XML document, by name.
+/// The interface definitions of an introspection XML document, by name, with
+/// their comments: what introspection serves is the file as written.
 public struct InterfaceContract: Sendable {
-    /// Each `<interface>` element, as written (comments inside it included).
+    /// Each `<interface>` element, as written (comments inside it included),
+    /// preceded by the comment written just before it (the interface's own
+    /// documentation: what it is for, and the errors its methods return).
     public let elements: [String: String]
+    /// The comments before `<node>`: the document's own documentation (the
+    /// bus name, the root object), served with the first interface of the file.
+    public let header: String
+    /// The name of the first `<interface>` of the file.
+    public let firstInterface: String?
 
     public init(xml: String) {
         var elements: [String: String] = [:]
+        var first: String?
         var rest = Substring(xml)
+        let node = rest.firstRange(of: "<node")
+        header = Self.comments(in: node.map { rest[..<$0.lowerBound] } ?? "")
+        if let node { rest = rest[node.upperBound...] }
         while let start = rest.firstRange(of: "<interface name=\""),
             let end = rest[start.upperBound...].firstRange(of: "</interface>")
         {
             let nameEnd = rest[start.upperBound...].firstIndex(of: "\"")!
             let name = String(rest[start.upperBound..<nameEnd])
-            elements[name] = "  " + String(rest[start.lowerBound..<end.upperBound])
+            let comment = Self.comments(in: rest[..<start.lowerBound])
+            elements[name] = comment + "  " + String(rest[start.lowerBound..<end.upperBound])
+            first = first ?? name
             rest = rest[end.upperBound...]
         }
         self.elements = elements
+        firstInterface = first
     }
 
-    /// The element for `name`; a missing one is a programming error caught by the tests.
+    /// The comments in `text` (which holds nothing else but white space and
+    /// markup declarations), each on its own lines, indented as in the file.
+    static func comments(in text: Substring) -> String {
+        var result = ""
+        var rest = text
+        while let open = rest.firstRange(of: "<!--"), let close = rest[open.upperBound...].firstRange(of: "-->") {
+            let lineStart = rest[..<open.lowerBound].lastIndex(of: "\n").map { rest.index(after: $0) }
+                ?? rest.startIndex
+            let indent = rest[lineStart..<open.lowerBound].allSatisfy { $0 == " " }
+                ? String(rest[lineStart..<open.lowerBound]) : ""
+            result += indent + String(rest[open.lowerBound..<close.upperBound]) + "\n"
+            rest = rest[close.upperBound...]
+        }
+        return result
+    }
+
+    /// The element for `name`, with the document's header comment when it is
+    /// the file's first interface; a missing one is a programming error caught
+    /// by the tests.
     public subscript(name: String) -> String {
         guard let element = elements[name] else {
             preconditionFailure("interface \(name) is not in the contract")
         }
-        return element
+        return name == firstInterface ? header + element : element
     }
 }

@@ -1,10 +1,10 @@
-import Foundation
 import Glibc
 import Reachability
 import Synchronization
 
 /// What reachctl prints, and how: lines written straight to the descriptors,
-/// so that `watch` reaches a pipe line by line.
+/// so that `watch` reaches a pipe line by line. No Foundation: its
+/// internationalisation data alone made a statically linked reachctl 73 MB.
 enum Output {
     /// Writes `text` and a newline to `fd` with write(2), whole. A reader that
     /// went away (`reachctl … | head -1`) ends the program the way it ends
@@ -41,18 +41,19 @@ enum Output {
         line("reachctl: \(why); evaluating in this process", to: STDERR_FILENO)
     }
 
-    static func state(_ state: ReachabilityState, of manager: NetworkReachabilityManager, json: Bool, time: Date?) {
+    static func state(_ state: ReachabilityState, of manager: NetworkReachabilityManager, json: Bool, time: timespec?) {
         self.state(state, of: manager.target, mode: manager.mode, json: json, time: time)
     }
 
     static func state(_ state: ReachabilityState, of target: ReachabilityTarget, mode: ReachabilityMode,
-                      json: Bool, time: Date?) {
+                      json: Bool, time: timespec?) {
         if json {
             line(Record(state, target: target, mode: mode, time: time).json)
         } else if let time {
             line("\(timestamp(time)) \(target): \(words(state)) status=\(state.status.rawValue)"
                  + " interface=\(state.interface.isEmpty ? "-" : state.interface)"
-                 + " type=\(state.interfaceType.rawValue.isEmpty ? "-" : state.interfaceType.rawValue)")
+                 + " type=\(state.interfaceType.rawValue.isEmpty ? "-" : state.interfaceType.rawValue)"
+                 + (state.error.isEmpty ? "" : " error=\(quoted(state.error))"))
         } else {
             line(block(state, target: target))
         }
@@ -65,7 +66,7 @@ enum Output {
 
     static func block(_ state: ReachabilityState, target: ReachabilityTarget) -> String {
         func yes(_ b: Bool) -> String { b ? "yes" : "no" }
-        let flags = state.flags.map { String(format: "0x%08x", $0.rawValue) } ?? "unknown"
+        let flags = state.flags.map { hex($0.rawValue) } ?? "unknown"
         var rows = [
             ("Reachability", "\(words(state)) (\(flags))"),
             ("Status", "\(state.status.rawValue) (\(describe(state.reachabilityStatus)))"),
@@ -82,6 +83,17 @@ enum Output {
             .joined(separator: "\n")
     }
 
+    /// `0x00000002`, as `scutil -r` shows flags.
+    static func hex(_ value: UInt32) -> String {
+        let digits = String(value, radix: 16)
+        return "0x" + String(repeating: "0", count: max(0, 8 - digits.count)) + digits
+    }
+
+    /// `text` in double quotes, with quotes and backslashes escaped.
+    static func quoted(_ text: String) -> String {
+        "\"" + text.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"") + "\""
+    }
+
     static func describe(_ status: NetworkReachabilityManager.NetworkReachabilityStatus) -> String {
         switch status {
         case .unknown: "unknown"
@@ -91,67 +103,98 @@ enum Output {
         }
     }
 
-    static func timestamp(_ date: Date) -> String {
-        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+    /// `2026-11-23T12:20:45.117Z`: ISO 8601, UTC, milliseconds.
+    static func timestamp(_ time: timespec) -> String {
+        var seconds = time.tv_sec
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func padded(_ value: Int, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        return "\(padded(Int(parts.tm_year) + 1900, 4))-\(padded(Int(parts.tm_mon) + 1, 2))-\(padded(Int(parts.tm_mday), 2))"
+            + "T\(padded(Int(parts.tm_hour), 2)):\(padded(Int(parts.tm_min), 2)):\(padded(Int(parts.tm_sec), 2))"
+            + ".\(padded(time.tv_nsec / 1_000_000, 3))Z"
     }
 
-    /// One JSON object per target (and per change).
-    struct Record: Encodable {
-        var time: String?
-        var target: String
-        var kind: String
-        var mode: String
-        var flags: UInt32?
-        var flagNames: [String]
-        var status: Int32
-        var reachable: Bool
-        var interface: String
-        var interfaceType: String
-        var connectivity: String
-        var metered: Bool
-        var vpn: Bool
-        var reachableIPv4: Bool
-        var reachableIPv6: Bool
-        var addresses: [String]
-        var error: String
+    /// The time now, for `watch` lines.
+    static func now() -> timespec {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return time
+    }
 
-        enum CodingKeys: String, CodingKey {
-            case time, target, kind, mode, flags, status, reachable, interface, connectivity, metered, vpn
-            case addresses, error
-            case flagNames = "flag_names"
-            case interfaceType = "interface_type"
-            case reachableIPv4 = "reachable_ipv4"
-            case reachableIPv6 = "reachable_ipv6"
-        }
+    /// One JSON object per target (and per change): keys sorted, absent values left out.
+    struct Record {
+        var fields: [(String, JSON)] = []
 
-        init(_ state: ReachabilityState, target: ReachabilityTarget, mode: ReachabilityMode, time: Date?) {
-            self.time = time.map(Output.timestamp)
-            self.target = target.description
-            kind = switch target {
+        init(_ state: ReachabilityState, target: ReachabilityTarget, mode: ReachabilityMode, time: timespec?) {
+            let kind = switch target {
             case .internet: "internet"
             case .host: "host"
             case .address: "address"
             }
-            self.mode = mode.rawValue
-            flags = state.flags?.rawValue
-            flagNames = ReachabilityFlags.named.filter { state.flags?.contains($0.flag) == true }.map(\.name)
-            status = state.status.rawValue
-            reachable = state.isReachable
-            interface = state.interface
-            interfaceType = state.interfaceType.rawValue
-            connectivity = state.connectivity.rawValue
-            metered = state.isMetered
-            vpn = state.isVPN
-            reachableIPv4 = state.reachableIPv4
-            reachableIPv6 = state.reachableIPv6
-            addresses = state.addresses
-            error = state.error
+            let names = ReachabilityFlags.named.filter { state.flags?.contains($0.flag) == true }.map(\.name)
+            let all: [(String, JSON?)] = [
+                ("addresses", .strings(state.addresses)),
+                ("connectivity", .string(state.connectivity.rawValue)),
+                ("error", .string(state.error)),
+                ("flag_names", .strings(names)),
+                ("flags", state.flags.map { .number(Int64($0.rawValue)) }),
+                ("interface", .string(state.interface)),
+                ("interface_type", .string(state.interfaceType.rawValue)),
+                ("kind", .string(kind)),
+                ("metered", .bool(state.isMetered)),
+                ("mode", .string(mode.rawValue)),
+                ("reachable", .bool(state.isReachable)),
+                ("reachable_ipv4", .bool(state.reachableIPv4)),
+                ("reachable_ipv6", .bool(state.reachableIPv6)),
+                ("status", .number(Int64(state.status.rawValue))),
+                ("target", .string(target.description)),
+                ("time", time.map { .string(Output.timestamp($0)) }),
+                ("vpn", .bool(state.isVPN)),
+            ]
+            fields = all.compactMap { key, value in value.map { (key, $0) } }
         }
 
         var json: String {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            return String(decoding: (try? encoder.encode(self)) ?? Data("{}".utf8), as: UTF8.self)
+            "{" + fields.map { JSON.quote($0.0) + ":" + $0.1.text }.joined(separator: ",") + "}"
+        }
+    }
+
+    /// The few JSON values a record holds.
+    enum JSON {
+        case string(String)
+        case strings([String])
+        case number(Int64)
+        case bool(Bool)
+
+        var text: String {
+            switch self {
+            case .string(let value): Self.quote(value)
+            case .strings(let values): "[" + values.map(Self.quote).joined(separator: ",") + "]"
+            case .number(let value): String(value)
+            case .bool(let value): value ? "true" : "false"
+            }
+        }
+
+        /// A JSON string: quotes, backslashes and control characters escaped; the rest as UTF-8.
+        static func quote(_ text: String) -> String {
+            var result = "\""
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": result += "\\\""
+                case "\\": result += "\\\\"
+                case "\n": result += "\\n"
+                case "\r": result += "\\r"
+                case "\t": result += "\\t"
+                case _ where scalar.value < 0x20:
+                    let hex = String(scalar.value, radix: 16)
+                    result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                default: result.unicodeScalars.append(scalar)
+                }
+            }
+            return result + "\""
         }
     }
 }

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import Glibc
 import Reachability
 
 /// `reachctl`: network reachability from the command line, as macOS `scutil -r`
@@ -12,7 +12,8 @@ struct Reachctl: AsyncParsableCommand {
         abstract: "Show whether the internet, a host or an address is reachable, and how.",
         discussion: """
             Answers come from reachabilityd on the system bus. When it is not there (or with \
-            --no-daemon), reachctl runs the same engine itself and says so on standard error.
+            --no-daemon), reachctl runs the same engine itself and says so on standard error; \
+            --daemon asks the daemon only. These options, and --json, go before or after the command.
 
             TARGET is a host name (international names are allowed) or an IPv4 or IPv6 address \
             literal (IPv6 with an optional %scope). Without a TARGET, the internet is meant.
@@ -27,13 +28,21 @@ struct Reachctl: AsyncParsableCommand {
               2  usage error, invalid target, or the service failed
             """,
         version: NetworkReachabilityManager.version,
-        subcommands: [Status.self, Query.self, Watch.self, List.self],
+        subcommands: [Status.self, Query.self, Watch.self, List.self, Doctor.self],
         defaultSubcommand: Status.self)
 
     /// Runs the command; every failure that is not help or the version exits with 2.
     static func main() async {
+        let arguments = arranged(Array(CommandLine.arguments.dropFirst()))
+        if let word = unknownCommand(in: arguments) {
+            var message = "unknown command \"\(word)\"; the commands are "
+                + commandNames.filter { $0 != "help" }.joined(separator: ", ")
+            if word.contains(".") || word.contains(":") { message += " (for a host: reachctl query \(word))" }
+            Output.error(message)
+            Glibc.exit(ExitStatus.failure)
+        }
         do {
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(arguments)
             if var command = command as? AsyncParsableCommand {
                 try await command.run()
             } else {
@@ -41,13 +50,45 @@ struct Reachctl: AsyncParsableCommand {
             }
         } catch let error as ReachabilityError {
             Output.error(error.message)
-            Foundation.exit(ExitStatus.failure)
+            Glibc.exit(ExitStatus.failure)
         } catch {
             if exitCode(for: error) == .success || error is ExitCode { exit(withError: error) }
             let message = fullMessage(for: error)
             Output.error(message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message)
-            Foundation.exit(ExitStatus.failure)
+            Glibc.exit(ExitStatus.failure)
         }
+    }
+
+    /// The options every command takes, which may also come before the command.
+    static let globalFlags: Set<String> = ["--json", "--no-daemon", "--daemon"]
+    static let commandNames = ["status", "query", "watch", "list", "doctor", "help"]
+
+    /// `arguments` with the global options that precede the command moved after it
+    /// (`reachctl --json query x` is `reachctl query --json x`).
+    static func arranged(_ arguments: [String]) -> [String] {
+        let leading = arguments.prefix { globalFlags.contains($0) }
+        guard !leading.isEmpty, leading.count < arguments.count,
+            commandNames.contains(arguments[leading.count])
+        else { return arguments }
+        return [arguments[leading.count]] + leading + arguments[(leading.count + 1)...]
+    }
+
+    /// The first word, when it is not a command (the default command, status, takes none).
+    static func unknownCommand(in arguments: [String]) -> String? {
+        var skipValue = false
+        for argument in arguments {
+            if skipValue {
+                skipValue = false
+                continue
+            }
+            if argument == "--" { return nil }
+            if argument.hasPrefix("-") {
+                skipValue = argument == "--generate-completion-script"
+                continue
+            }
+            return commandNames.contains(argument) ? nil : argument
+        }
+        return nil
     }
 }
 
@@ -66,12 +107,25 @@ struct CommonOptions: ParsableArguments {
     @Flag(name: .customLong("no-daemon"), help: "Do not ask reachabilityd; run the engine in this process.")
     var noDaemon = false
 
-    var mode: ReachabilityMode? { noDaemon ? .inProcess : nil }
+    @Flag(name: .customLong("daemon"), help: "Ask reachabilityd only; fail when it cannot be reached.")
+    var daemonOnly = false
+
+    func validate() throws {
+        if noDaemon && daemonOnly { throw ValidationError("--daemon and --no-daemon exclude each other") }
+    }
+
+    var mode: ReachabilityMode? { noDaemon ? .inProcess : daemonOnly ? .daemon : nil }
 
     /// A manager for `text` (the internet when `nil`), and a note on stderr when in-process.
-    func manager(for text: String?) throws(ReachabilityError) -> NetworkReachabilityManager {
+    func manager(for text: String?, command: String) throws(ReachabilityError) -> NetworkReachabilityManager {
+        if let text { try TargetText.check(text, command: command) }
         let target = text.map(ReachabilityTarget.init) ?? .internet
-        let manager = try NetworkReachabilityManager(target: target, mode: mode)
+        let manager: NetworkReachabilityManager
+        do {
+            manager = try NetworkReachabilityManager(target: target, mode: mode)
+        } catch {
+            throw TargetText.explained(error, hint: "without --daemon, reachctl evaluates in this process")
+        }
         if manager.mode == .inProcess { Output.noteInProcess(forced: noDaemon) }
         return manager
     }
@@ -105,8 +159,13 @@ struct Query: AsyncParsableCommand {
     static func answer(_ targets: [String?], options: CommonOptions) async throws {
         var allReachable = true
         for text in targets {
-            let manager = try options.manager(for: text)
-            let state = try await manager.query()
+            let manager = try options.manager(for: text, command: "query")
+            let state: ReachabilityState
+            do {
+                state = try await manager.query()
+            } catch {
+                throw TargetText.explained(error)
+            }
             allReachable = allReachable && state.isReachable
             Output.state(state, of: manager, json: options.json, time: nil)
         }
@@ -129,7 +188,9 @@ struct Watch: AsyncParsableCommand {
 
     func run() async throws {
         let texts: [String?] = targets.isEmpty ? [nil] : targets
-        let managers = try texts.map { text throws(ReachabilityError) in try options.manager(for: text) }
+        let managers = try texts.map { text throws(ReachabilityError) in
+            try options.manager(for: text, command: "watch")
+        }
         let json = options.json
         try await withThrowingTaskGroup(of: Void.self) { group in
             for manager in managers {
@@ -138,7 +199,7 @@ struct Watch: AsyncParsableCommand {
                     for try await state in manager.updates {
                         if let last, last.0 == state.flags, last.1 == state.status { continue }
                         last = (state.flags, state.status)
-                        Output.state(state, of: manager, json: json, time: Date())
+                        Output.state(state, of: manager, json: json, time: Output.now())
                     }
                 }
             }
@@ -158,7 +219,14 @@ struct List: AsyncParsableCommand {
         if options.noDaemon {
             throw ValidationError("list shows the daemon's targets; it cannot run with --no-daemon")
         }
-        for snapshot in try await NetworkReachabilityManager.daemonTargets() {
+        let snapshots: [ReachabilitySnapshot]
+        do {
+            snapshots = try await NetworkReachabilityManager.daemonTargets()
+        } catch {
+            throw TargetText.explained(error, hint: "list shows the targets the daemon watches")
+        }
+        if snapshots.isEmpty && !options.json { Output.line("reachabilityd watches no target.") }
+        for snapshot in snapshots {
             Output.state(snapshot.state, of: snapshot.target, mode: .daemon, json: options.json, time: nil)
         }
     }

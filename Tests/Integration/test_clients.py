@@ -131,6 +131,9 @@ def test_reachctl_answers_from_the_daemon_and_in_process_alike(nm_lab):
     reachable = reachctl(lab, "query", SOMEHOST[0], "127.0.0.1")
     assert reachable.returncode == 0, reachable.stderr
     assert reachable.stdout.startswith(f"{SOMEHOST[0]}\n  Reachability:  Reachable,Directly Reachable Address")
+    # Global options before the command, as after it.
+    before = reachctl(lab, "--json", "--daemon", "query", SOMEHOST[0])
+    assert before.returncode == 0 and json_lines(before.stdout)[0]["mode"] == "daemon", before
     internet = reachctl(lab)
     assert internet.returncode == 0 and internet.stdout.startswith("internet\n  Reachability:  Reachable")
     assert f"Interface:     {harness.NM_IFNAME} (ethernet)" in internet.stdout
@@ -153,12 +156,69 @@ def test_reachctl_without_any_bus_evaluates_in_process():
     (["watch", "-"], "label"),
     (["--bogus"], "Unknown option"),
     (["list", "--no-daemon"], "cannot run with --no-daemon"),
+    (["--no-daemon", "list"], "cannot run with --no-daemon"),
+    (["--daemon", "--no-daemon", "query"], "exclude each other"),
+    (["frobnicate"], 'unknown command "frobnicate"; the commands are status, query, watch, list, doctor'),
+    (["example.com"], "(for a host: reachctl query example.com)"),
+    (["query", "http://user@example.com:8080/index.html"],
+     '"http://user@example.com:8080/index.html" is a URL; a TARGET is a host name or an address: '
+     "for its host, reachctl query example.com"),
+    (["watch", "https://[2001:db8::1]/"], "is a URL; a TARGET is a host name or an address: for its host, "
+                                          "reachctl watch 2001:db8::1"),
+    (["query", "example.com:443"], '"example.com:443" is a host and a port; a TARGET is a host name or an address '
+                                   "(reachability does not depend on the port): reachctl query example.com"),
+    (["query", "[::1]:22"], "reachctl query ::1"),
+    # No system bus: a sentence, not libdbus's error.
+    (["list"], "reachabilityd cannot be asked: there is no system bus (Failed to connect to socket "
+               "/nonexistent/reachctl-test-bus"),
+    (["--daemon", "query", "127.0.0.1"], "there is no system bus"),
 ])
 def test_reachctl_usage_and_bad_input_exit_2(args, message):
     env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS="unix:path=/nonexistent/reachctl-test-bus")
     result = reachctl(None, *args, env=env)
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert message in result.stderr and result.stderr.startswith("reachctl: ")
+
+
+def test_reachctl_global_options_go_before_or_after_the_command():
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS="unix:path=/nonexistent/reachctl-test-bus")
+    for args in (["--no-daemon", "query", "127.0.0.1"], ["--json", "--no-daemon", "query", "127.0.0.1"],
+                 ["query", "--no-daemon", "--json", "127.0.0.1"], ["--json", "query", "127.0.0.1", "--no-daemon"]):
+        result = reachctl(None, *args, env=env)
+        assert result.returncode == 0, (args, result.stderr)
+        assert "--no-daemon; evaluating in this process" in result.stderr
+        assert ("--json" in args) == result.stdout.startswith("{"), (args, result.stdout)
+
+
+def test_reachctl_without_a_daemon_on_the_bus(plain_lab):
+    """A bus without reachabilityd: list and --daemon say so in a sentence;
+    doctor says what is missing; without --daemon, query answers in-process."""
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=plain_lab.bus.address)
+    for args, hint in ((["list"], "list shows the targets the daemon watches"),
+                       (["--daemon", "query", "127.0.0.1"], "without --daemon, reachctl evaluates in this process")):
+        result = reachctl(None, *args, env=env)
+        assert result.returncode == 2, result
+        assert result.stderr == "reachctl: reachabilityd is not running, and the system bus cannot start it " \
+                                f"(reachctl doctor says why); {hint}\n", result.stderr
+    doctor = reachctl(None, "doctor", env=env)
+    assert doctor.returncode == 2, doctor
+    assert "activatable      no: the bus has no activation file" in doctor.stdout, doctor.stdout
+    assert doctor.stdout.rstrip().endswith("reachabilityd does not work: it is not running and the bus cannot start "
+                                           "it: install io.github.reachabilityd.Reachability1.service in "
+                                           "/usr/share/dbus-1/system-services, then reload the bus (systemctl reload "
+                                           "dbus)."), doctor.stdout
+    assert reachctl(None, "query", "127.0.0.1", env=env).returncode == 0
+
+
+def test_reachctl_list_says_when_nothing_is_watched(plain_lab):
+    plain_lab.daemon(args=["--system", "--backend", "kernel"])
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=plain_lab.bus.address)
+    listed = reachctl(None, "list", env=env)
+    assert (listed.returncode, listed.stdout, listed.stderr) == (0, "reachabilityd watches no target.\n", "")
+    assert reachctl(None, "list", "--json", env=env).stdout == ""
+    doctor = reachctl(None, "doctor", env=env)
+    assert doctor.returncode == 0, doctor
+    assert "answers          yes: version " in doctor.stdout and doctor.stdout.endswith("reachabilityd works.\n")
 
 
 def test_reachctl_help_documents_exit_status():
@@ -200,6 +260,21 @@ def start_kernel_daemon(lab):
     finally:
         recorder.close()
     return lab
+
+
+def test_reachctl_watch_lines_carry_the_reason(nm_lab, clients):
+    """A name that does not resolve: the watch line says why, as query does."""
+    lab = start_daemon(nm_lab)
+    expected = json_lines(reachctl(lab, "query", "--json", MISSING).stdout)[0]["error"]
+    assert expected
+    for mode in ("--daemon", "--no-daemon"):
+        watcher = clients(lab, [BIN / "reachctl", mode, "watch", MISSING], f"reachctl-watch{mode}")
+        line = watcher.next_line("the first answer")
+        while " status=-1 " in line:  # the lookup in flight
+            line = watcher.next_line("the lookup's answer")
+        assert f"{MISSING}: Not Reachable status=0 interface=- type=- error=" in line, line
+        assert line.endswith(" error=" + json.dumps(expected, ensure_ascii=False)), (line, expected)
+        watcher.stop()
 
 
 def test_reachctl_watch_sees_a_flap_as_two_lines(nm_lab, clients):

@@ -50,4 +50,30 @@ struct CodecTests {
         #expect(contract.elements.keys.sorted() == ["a.B", "a.C"])
         #expect(contract["a.B"].contains("<method name=\"M\"/>"))
     }
+
+    @Test("an interface's own comment, and the document's, are part of what is served")
+    func contractComments() {
+        let contract = InterfaceContract(xml: """
+            <!DOCTYPE node PUBLIC "x" "y">
+            <!-- the document -->
+            <node>
+              <!-- B's documentation -->
+              <interface name="a.B"><!-- M --><method name="M"/></interface>
+
+              <!--
+                C's documentation
+              -->
+              <interface name="a.C"></interface>
+              <interface name="a.D"></interface>
+            </node>
+            """)
+        #expect(contract.header == "<!-- the document -->\n")
+        #expect(contract["a.B"] == """
+            <!-- the document -->
+              <!-- B's documentation -->
+              <interface name="a.B"><!-- M --><method name="M"/></interface>
+            """)
+        #expect(contract["a.C"] == "  <!--\n    C's documentation\n  -->\n  <interface name=\"a.C\"></interface>")
+        #expect(contract["a.D"] == "  <interface name=\"a.D\"></interface>")
+    }
 }

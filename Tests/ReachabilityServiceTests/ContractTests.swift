@@ -125,7 +125,21 @@ struct ContractTests {
         #expect(contractXML.trimmingCharacters(in: .whitespacesAndNewlines)
                 == text.trimmingCharacters(in: .whitespacesAndNewlines))
         for name in [Names.managerInterface, Names.targetInterface] {
-            #expect(text.contains(Names.contract[name].trimmingCharacters(in: .whitespaces)))
+            #expect(text.contains(Names.contract.elements[name]!.trimmingCharacters(in: .whitespaces)))
         }
+    }
+
+    @Test("every comment of the file is served, the header and the interfaces' own included")
+    func everyComment() throws {
+        let text = try String(contentsOf: Self.xmlURL, encoding: .utf8)
+        let comments = text.split(separator: "<!--").dropFirst().map { "<!--" + $0.prefix(through: $0.firstRange(of: "-->")!.upperBound).dropLast() }
+        let served = [Names.managerInterface, Names.targetInterface].map { Names.contract[$0] }.joined()
+        #expect(comments.count >= 30)
+        for comment in comments {
+            #expect(served.contains(comment), "not served: \(comment.prefix(80))")
+        }
+        // The header once, with the first interface only.
+        #expect(Names.contract.firstInterface == Names.managerInterface)
+        #expect(!Names.contract[Names.targetInterface].contains(Names.contract.header))
     }
 }

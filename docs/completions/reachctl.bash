@@ -173,20 +173,20 @@ _reachctl() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    status|query|watch|list|help)
+    status|query|watch|list|doctor|help)
         # Offer subcommand argument completions
         "_reachctl_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'status query watch list help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'status query watch list doctor help' -- "${cur}"))
         ;;
     esac
 }
 
 _reachctl_status() {
     repeating_flags=()
-    non_repeating_flags=(--json --no-daemon --version -h --help)
+    non_repeating_flags=(--json --no-daemon --daemon --version -h --help)
     repeating_options=()
     non_repeating_options=()
     __reachctl_offer_flags_options 0
@@ -194,7 +194,7 @@ _reachctl_status() {
 
 _reachctl_query() {
     repeating_flags=()
-    non_repeating_flags=(--json --no-daemon --version -h --help)
+    non_repeating_flags=(--json --no-daemon --daemon --version -h --help)
     repeating_options=()
     non_repeating_options=()
     __reachctl_offer_flags_options -1
@@ -202,7 +202,7 @@ _reachctl_query() {
 
 _reachctl_watch() {
     repeating_flags=()
-    non_repeating_flags=(--json --no-daemon --version -h --help)
+    non_repeating_flags=(--json --no-daemon --daemon --version -h --help)
     repeating_options=()
     non_repeating_options=()
     __reachctl_offer_flags_options -1
@@ -210,7 +210,15 @@ _reachctl_watch() {
 
 _reachctl_list() {
     repeating_flags=()
-    non_repeating_flags=(--json --no-daemon --version -h --help)
+    non_repeating_flags=(--json --no-daemon --daemon --version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __reachctl_offer_flags_options 0
+}
+
+_reachctl_doctor() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=()
     __reachctl_offer_flags_options 0

@@ -54,13 +54,14 @@ _reachctl() {
             'query:Show the reachability of each TARGET once.'
             'watch:Show each TARGET'\''s reachability, then a line for every change, until interrupted.'
             'list:Show every target reachabilityd watches (for any client), with its state.'
+            'doctor:Check the installed service: its files, the bus'\''s policy and activation, and an answer.'
             'help:Show subcommand help information.'
         )
         _describe -V subcommand subcommands && ret=0
         ;;
     arg)
         case "${words[1]}" in
-        status|query|watch|list|help)
+        status|query|watch|list|doctor|help)
             "_reachctl_${words[1]}" && ret=0
             ;;
         esac
@@ -75,6 +76,7 @@ _reachctl_status() {
     local -ar arg_specs=(
         '--json[Print JSON\: one object per target (per change for watch), one per line.]'
         '--no-daemon[Do not ask reachabilityd; run the engine in this process.]'
+        '--daemon[Ask reachabilityd only; fail when it cannot be reached.]'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )
@@ -88,6 +90,7 @@ _reachctl_query() {
     local -ar arg_specs=(
         '--json[Print JSON\: one object per target (per change for watch), one per line.]'
         '--no-daemon[Do not ask reachabilityd; run the engine in this process.]'
+        '--daemon[Ask reachabilityd only; fail when it cannot be reached.]'
         '*:targets:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
@@ -102,6 +105,7 @@ _reachctl_watch() {
     local -ar arg_specs=(
         '--json[Print JSON\: one object per target (per change for watch), one per line.]'
         '--no-daemon[Do not ask reachabilityd; run the engine in this process.]'
+        '--daemon[Ask reachabilityd only; fail when it cannot be reached.]'
         '*:targets:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
@@ -116,6 +120,18 @@ _reachctl_list() {
     local -ar arg_specs=(
         '--json[Print JSON\: one object per target (per change for watch), one per line.]'
         '--no-daemon[Do not ask reachabilityd; run the engine in this process.]'
+        '--daemon[Ask reachabilityd only; fail when it cannot be reached.]'
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_reachctl_doctor() {
+    local -i ret=1
+    local -ar arg_specs=(
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )

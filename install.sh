@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Builds reachabilityd and reachctl (release, Swift runtime linked in) and
+# installs everything the service needs, then tells the system about it.
+#
+#   ./install.sh                          # as root: into /usr, then reachctl doctor
+#   ./install.sh --prefix /usr/local
+#   DESTDIR=/tmp/stage ./install.sh       # a package's staging root: files only
+#
+# Options (or the variables in brackets):
+#   --prefix DIR            [PREFIX]   default /usr
+#   --destdir DIR           [DESTDIR]  staging root prepended to every path;
+#                                      implies --files-only
+#   --shared-swift-runtime             link the Swift runtime dynamically: the
+#                                      binaries then need the toolchain's
+#                                      libraries at run time (smaller files)
+#   --files-only                       copy the files; do not create the user,
+#                                      reload the bus or systemd
+#   --no-strip                         keep the symbol tables and debug
+#                                      information (for a -dbgsym package)
+#
+# Installed (PREFIX /usr):
+#   /usr/libexec/reachabilityd, /usr/bin/reachctl, the man page, the bash, zsh
+#   and fish completions, the D-Bus policy (share/dbus-1/system.d), the bus
+#   activation file (share/dbus-1/system-services), the systemd unit
+#   (lib/systemd/system) and the sysusers.d file. The activation file and the
+#   unit name PREFIX/libexec/reachabilityd.
+#
+# Then (not with DESTDIR or --files-only): the user reachabilityd is created
+# (systemd-sysusers, or useradd without systemd), the system bus reloads its
+# configuration (so the policy applies and the name becomes activatable), and
+# systemd reloads its units. Nothing is enabled or started: the bus starts the
+# service on the first call. `reachctl doctor` checks the result.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+prefix=${PREFIX:-/usr}
+destdir=${DESTDIR:-}
+static=true
+files_only=false
+strip=-s
+while (($#)); do
+    case $1 in
+        --prefix) prefix=$2; shift 2 ;;
+        --prefix=*) prefix=${1#*=}; shift ;;
+        --destdir) destdir=$2; shift 2 ;;
+        --destdir=*) destdir=${1#*=}; shift ;;
+        --shared-swift-runtime) static=false; shift ;;
+        --files-only) files_only=true; shift ;;
+        --no-strip) strip=; shift ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "install.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+[[ $prefix == /* ]] || { echo "install.sh: the prefix must be an absolute path: $prefix" >&2; exit 2; }
+prefix=${prefix%/}
+[[ -n $destdir ]] && files_only=true
+
+if ! command -v swift >/dev/null; then
+    echo "install.sh: swift is not on PATH (a Swift 6 toolchain builds it: https://www.swift.org/install/linux/;" \
+         "under sudo, keep PATH: sudo env PATH=\"\$PATH\" ./install.sh)" >&2
+    exit 2
+fi
+for module in dbus-1 libnm; do
+    if ! pkg-config --exists "$module" 2>/dev/null; then
+        echo "install.sh: the build needs $module's headers: apt-get install -y libdbus-1-dev libnm-dev pkg-config" >&2
+        exit 2
+    fi
+done
+
+# A scratch directory of its own: a static build next to .build would rebuild
+# everything each time one alternates with `swift build`.
+flags=(-c release)
+if $static; then
+    flags+=(--static-swift-stdlib --scratch-path .build-static)
+fi
+echo "== building (swift build ${flags[*]})"
+for product in reachabilityd reachctl; do
+    swift build "${flags[@]}" --product "$product"
+done
+bin=$(swift build "${flags[@]}" --show-bin-path)
+
+service=io.github.reachabilityd.Reachability1
+root=$destdir$prefix
+echo "== installing into ${destdir:+$destdir }$prefix"
+# Stripped: the symbol table and debug information are half of each file.
+install -D -m 755 $strip "$bin/reachabilityd" "$root/libexec/reachabilityd"
+install -D -m 755 $strip "$bin/reachctl" "$root/bin/reachctl"
+install -D -m 644 docs/man/reachctl.1 "$root/share/man/man1/reachctl.1"
+install -D -m 644 docs/completions/reachctl.bash "$root/share/bash-completion/completions/reachctl"
+install -D -m 644 docs/completions/reachctl.zsh "$root/share/zsh/vendor-completions/_reachctl"
+install -D -m 644 docs/completions/reachctl.fish "$root/share/fish/vendor_completions.d/reachctl.fish"
+install -D -m 644 "dbus/$service.conf" "$root/share/dbus-1/system.d/$service.conf"
+install -D -m 644 data/reachabilityd.sysusers.conf "$root/lib/sysusers.d/reachabilityd.conf"
+# The command the bus (without systemd) and the unit run is the installed daemon.
+install -d -m 755 "$root/share/dbus-1/system-services" "$root/lib/systemd/system"
+sed "s|^Exec=/usr/libexec/reachabilityd|Exec=$prefix/libexec/reachabilityd|" "dbus/$service.service" \
+    > "$root/share/dbus-1/system-services/$service.service"
+sed "s|^ExecStart=/usr/libexec/reachabilityd|ExecStart=$prefix/libexec/reachabilityd|" data/reachabilityd.service \
+    > "$root/lib/systemd/system/reachabilityd.service"
+chmod 644 "$root/share/dbus-1/system-services/$service.service" "$root/lib/systemd/system/reachabilityd.service"
+
+if [[ $prefix != /usr ]]; then
+    echo "install.sh: note: dbus-daemon reads policies only from /usr/share/dbus-1/system.d and" \
+         "/etc/dbus-1/system.d; with the prefix $prefix, link $prefix/share/dbus-1/system.d/$service.conf" \
+         "into /etc/dbus-1/system.d"
+fi
+if $files_only; then
+    echo "installed (files only)"
+    exit 0
+fi
+if [[ $(id -u) -ne 0 ]]; then
+    echo "install.sh: installed the files; creating the user and reloading the bus need root" >&2
+    exit 1
+fi
+
+echo "== setting up"
+# The user first: the bus resolves the policy's user name when it loads it.
+if ! getent passwd reachabilityd >/dev/null; then
+    if command -v systemd-sysusers >/dev/null; then
+        systemd-sysusers "$root/lib/sysusers.d/reachabilityd.conf"
+    else
+        useradd --system --no-create-home --home-dir / --shell /usr/sbin/nologin \
+            --comment "Network reachability daemon" reachabilityd
+    fi
+fi
+if [[ -d /run/systemd/system ]]; then
+    systemctl daemon-reload
+fi
+# dbus-daemon usually notices new files by itself; ReloadConfig makes sure.
+if command -v dbus-send >/dev/null && dbus-send --system --print-reply --dest=org.freedesktop.DBus \
+        /org/freedesktop/DBus org.freedesktop.DBus.ReloadConfig >/dev/null 2>&1; then
+    echo "the system bus reloaded its configuration"
+else
+    echo "install.sh: could not ask the system bus to reload (is it running?); it reads the files when it starts"
+fi
+echo "installed; the bus starts the service on the first call (nothing to enable). Check it: $prefix/bin/reachctl doctor"
