@@ -5,6 +5,9 @@ public enum ServiceNames {
     public static let rootPath = "/io/github/reachabilityd/Reachability1"
     public static let managerInterface = "io.github.reachabilityd.Reachability1.Manager"
     public static let targetInterface = "io.github.reachabilityd.Reachability1.Target"
+    public static let pathInterface = "io.github.reachabilityd.Reachability1.Path"
+    /// The object with the Path interface, while a client holds it (`WatchPath`).
+    public static let pathPath = "/io/github/reachabilityd/Reachability1/path"
     public static let version = "0.1.0"
 
     /// The service's own D-Bus error names.

@@ -25,6 +25,14 @@ public final class TargetEvaluator {
     /// Called after every target was evaluated following a change.
     public var onEvaluated: (() -> Void)?
 
+    /// Whether anybody wants the per-interface paths (the `Path` interface): they are
+    /// evaluated after each change only while this is set.
+    public var isPathWanted = false
+    /// The per-interface paths, as of the last evaluation while `isPathWanted` was set.
+    public private(set) var pathState = PathState.none
+    /// Called after an evaluation that changed `pathState`.
+    public var onPathChanged: ((PathState) -> Void)?
+
     public init(refreshInterval: UInt32) {
         self.refreshInterval = refreshInterval
     }
