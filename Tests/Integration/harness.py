@@ -427,6 +427,29 @@ OPEN_POLICY = """  <policy context="default">
   </policy>"""
 
 
+# The default policy of a system bus, after Debian's /usr/share/dbus-1/system.conf:
+# every user may connect; nobody owns a name or sends a method call unless a service's
+# file allows it; signals and requested replies pass; everybody may talk to the bus
+# driver (except UpdateActivationEnvironment).
+SYSTEM_POLICY = """  <policy context="default">
+    <allow user="*"/>
+    <deny own="*"/>
+    <deny send_type="method_call"/>
+    <allow send_type="signal"/>
+    <allow send_requested_reply="true" send_type="method_return"/>
+    <allow send_requested_reply="true" send_type="error"/>
+    <allow receive_type="method_call"/>
+    <allow receive_type="method_return"/>
+    <allow receive_type="error"/>
+    <allow receive_type="signal"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
+    <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"
+          send_member="UpdateActivationEnvironment"/>
+  </policy>"""
+
+
 class PrivateBus:
     """A dbus-daemon of type ``system`` on a socket in ``directory``.
 

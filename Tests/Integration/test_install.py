@@ -45,25 +45,7 @@ EXPECTED_FILES = {
     "lib/sysusers.d/reachabilityd.conf": 0o644,
 }
 
-# The default policy of a system bus, after Debian's /usr/share/dbus-1/system.conf:
-# nobody owns a name or sends a method call unless a service's file allows it.
-SYSTEM_POLICY = """  <policy context="default">
-    <allow user="*"/>
-    <deny own="*"/>
-    <deny send_type="method_call"/>
-    <allow send_type="signal"/>
-    <allow send_requested_reply="true" send_type="method_return"/>
-    <allow send_requested_reply="true" send_type="error"/>
-    <allow receive_type="method_call"/>
-    <allow receive_type="method_return"/>
-    <allow receive_type="error"/>
-    <allow receive_type="signal"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
-    <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"
-          send_member="UpdateActivationEnvironment"/>
-  </policy>"""
+SYSTEM_POLICY = harness.SYSTEM_POLICY
 
 
 def install(*args, env=None):

@@ -44,6 +44,7 @@ from pathlib import Path
 
 import pytest
 
+import harness
 from harness import contract_members
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,23 +92,7 @@ BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Config
   <type>system</type>
   <listen>unix:path={socket}</listen>
   <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <deny own="*"/>
-    <deny send_type="method_call"/>
-    <allow send_type="signal"/>
-    <allow send_requested_reply="true" send_type="method_return"/>
-    <allow send_requested_reply="true" send_type="error"/>
-    <allow receive_type="method_call"/>
-    <allow receive_type="method_return"/>
-    <allow receive_type="error"/>
-    <allow receive_type="signal"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
-    <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"
-          send_member="UpdateActivationEnvironment"/>
-  </policy>
+{system_policy}
   <policy user="root">
     <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Monitoring"/>
   </policy>
@@ -405,7 +390,7 @@ class PolicyBus(BusClients):
 
     def start(self) -> "PolicyBus":
         socket = self.directory / "system_bus_socket"
-        self.config.write_text(BUS_CONFIG.format(socket=socket, policy=POLICY))
+        self.config.write_text(BUS_CONFIG.format(socket=socket, policy=POLICY, system_policy=harness.SYSTEM_POLICY))
         self.client_script.write_text(CLIENT)
         self.client_script.chmod(0o644)
         with open(self.log, "wb") as log:
