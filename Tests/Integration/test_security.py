@@ -396,3 +396,39 @@ def test_managers_dropped_mid_update_by_the_thousand(nm_lab):
     harness.wait_until(lambda: lab.client.call(SERVICE, ROOT_PATH, OBJECT_MANAGER_IFACE,
                                                "GetManagedObjects")[0] == {},
                        CHANGE_TIMEOUT, "no target left after the churners", poll=0.1)
+
+
+def test_reachctl_when_the_daemon_vanishes_mid_call(nm_lab):
+    """The daemon is stopped, reachctl's Query reaches it (a bus monitor sees it pass), then the daemon
+    is killed: the bus answers the call for it (NoReply), and reachctl says so in a sentence and exits
+    2 — no crash, no hang."""
+    lab = start_kernel_daemon(nm_lab)
+    daemon = lab.daemons[-1]
+    env = {"PATH": "/usr/bin:/bin", "DBUS_SYSTEM_BUS_ADDRESS": lab.bus.address}
+    # A monitor sees reachctl's Query pass through the bus to the stopped daemon.
+    monitor = Gio.DBusConnection.new_for_address_sync(
+        lab.bus.address,
+        Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)
+    queries = []
+    def seen(_connection, message, _incoming):
+        queries.append(message.get_member())
+        return message
+    monitor.add_filter(seen)
+    monitor.call_sync(harness.DBUS_NAME, harness.DBUS_PATH, "org.freedesktop.DBus.Monitoring", "BecomeMonitor",
+                      GLib.Variant("(asu)", ([f"type='method_call',interface='{MANAGER_IFACE}',member='Query'"], 0)),
+                      None, Gio.DBusCallFlags.NONE, 10000, None)
+    os.kill(daemon.pid, signal.SIGSTOP)
+    try:
+        with open(lab.directory / "vanish.err", "wb") as err:
+            query = subprocess.Popen(in_lab(lab, [BIN / "reachctl", "--daemon", "query", "127.0.0.1"]),
+                                     stdout=subprocess.PIPE, stderr=err, env=env)
+        harness.wait_until(lambda: "Query" in queries, CHANGE_TIMEOUT, "reachctl's Query on its way", poll=0.02)
+    finally:
+        os.kill(daemon.pid, signal.SIGKILL)
+    out, _ = query.communicate(timeout=CHANGE_TIMEOUT)
+    err = (lab.directory / "vanish.err").read_text()
+    assert query.returncode == 2, (query.returncode, out, err)
+    assert err.startswith("reachctl: ") and err.count("\n") <= 2, err
+    assert "Fatal error" not in err and "Backtrac" not in err, err
+    assert "Query" in queries
+    print("reachctl said:", err.strip())
