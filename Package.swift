@@ -20,6 +20,10 @@ let package = Package(
         .systemLibrary(
             name: "CDBus", pkgConfig: "dbus-1",
             providers: [.apt(["libdbus-1-dev"])]),
+        // GLib, GObject and GIO: the main loop and the resolver. Nothing else.
+        .systemLibrary(
+            name: "CGLib", pkgConfig: "glib-2.0",
+            providers: [.apt(["libglib2.0-dev"])]),
         // libnm through glib-2.0's pkg-config flags (its include paths, the
         // architecture's glibconfig.h among them): libnm's own pkg-config file
         // requires gio-2.0, which privately requires gmodule, whose -pthread
@@ -32,16 +36,18 @@ let package = Package(
 
         // Pure logic: flags, status, snapshots, path escaping. No C import.
         .target(name: "ReachabilityCore"),
-        // The only module that calls libdbus, and the GLib main loop that drives it.
-        .target(name: "ReachabilityBus", dependencies: ["CDBus", "CNetworkManager"]),
-        // Network facts: libnm and rtnetlink.
+        // The GLib main loop everything runs on: sources, the loop thread, the log, the clock.
+        .target(name: "ReachabilityLoop", dependencies: ["CGLib"]),
+        // The only module that calls libdbus, driven by the loop.
+        .target(name: "ReachabilityBus", dependencies: ["CDBus", "CGLib", "ReachabilityLoop"]),
+        // Network facts: libnm and rtnetlink. Knows nothing of D-Bus.
         .target(
             name: "ReachabilityPlatform",
-            dependencies: ["ReachabilityCore", "ReachabilityBus", "CNetworkManager", "CNetlink"]),
+            dependencies: ["ReachabilityCore", "ReachabilityLoop", "CGLib", "CNetworkManager", "CNetlink"]),
         // The daemon's exported objects and its run loop.
         .target(
             name: "ReachabilityService",
-            dependencies: ["ReachabilityCore", "ReachabilityBus", "ReachabilityPlatform"],
+            dependencies: ["ReachabilityCore", "ReachabilityLoop", "ReachabilityBus", "ReachabilityPlatform"],
             plugins: ["EmbedContract"]),
         // Call-cost benchmark (a libdbus client); see README, "Performance".
         .executableTarget(name: "reachability-bench", dependencies: ["ReachabilityBus"]),
@@ -50,11 +56,11 @@ let package = Package(
         .plugin(name: "EmbedContract", capability: .buildTool(), dependencies: ["embed-contract"]),
         .executableTarget(
             name: "reachabilityd",
-            dependencies: ["ReachabilityService", "ReachabilityBus"]),
+            dependencies: ["ReachabilityService", "ReachabilityLoop", "ReachabilityBus"]),
         // The client library and the command-line client built on it.
         .target(
             name: "Reachability",
-            dependencies: ["ReachabilityCore", "ReachabilityBus", "ReachabilityPlatform"]),
+            dependencies: ["ReachabilityCore", "ReachabilityLoop", "ReachabilityBus", "ReachabilityPlatform"]),
         .executableTarget(
             name: "reachctl",
             dependencies: ["Reachability", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
@@ -69,6 +75,9 @@ let package = Package(
 
         .testTarget(name: "ReachabilityCoreTests", dependencies: ["ReachabilityCore"]),
         .testTarget(name: "ReachabilityBusTests", dependencies: ["ReachabilityBus", "CDBus"]),
+        .testTarget(
+            name: "ReachabilityPlatformTests",
+            dependencies: ["ReachabilityPlatform", "ReachabilityCore", "CNetlink", "CNetworkManager"]),
         .testTarget(name: "ReachabilityServiceTests", dependencies: ["ReachabilityService", "ReachabilityBus"]),
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityBus"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzChecks"]),

@@ -43,11 +43,4 @@ static inline int reach_recvmmsg(int fd, struct reach_mmsghdr *vector, unsigned 
     return (int)syscall(SYS_recvmmsg, fd, vector, count, flags, (void *)0);
 }
 
-/* CLOCK_REALTIME in microseconds. */
-static inline unsigned long long reach_realtime_usec(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000ULL;
-}
-
 #endif

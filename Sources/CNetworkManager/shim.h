@@ -19,8 +19,5 @@ static inline gulong reach_signal_connect_swapped(gpointer instance, const char 
     return g_signal_connect_data(instance, signal, G_CALLBACK(callback), data, NULL, G_CONNECT_SWAPPED);
 }
 
-static inline int reach_g_source_continue(void) { return G_SOURCE_CONTINUE; }
-static inline int reach_g_source_remove(void) { return G_SOURCE_REMOVE; }
-static inline GObject *reach_g_object(gpointer p) { return G_OBJECT(p); }
 
 #endif

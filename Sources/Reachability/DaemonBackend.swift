@@ -1,5 +1,6 @@
 import ReachabilityBus
 import ReachabilityCore
+import ReachabilityLoop
 import ReachabilityPlatform
 
 /// Answers from `reachabilityd` on the system bus: one `WatchHost`/`WatchAddress`

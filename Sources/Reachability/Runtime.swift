@@ -2,6 +2,7 @@ import Dispatch
 import Glibc
 import ReachabilityBus
 import ReachabilityCore
+import ReachabilityLoop
 import ReachabilityPlatform
 import Synchronization
 

@@ -1,4 +1,5 @@
 import CDBus
+import ReachabilityLoop
 
 extension BusConnection {
     /// Calls a method and waits for its reply (the loop does not run meanwhile).
@@ -31,7 +32,7 @@ extension BusConnection {
     /// waits for every reply; returns the number of error replies. For throughput
     /// benchmarks. Wraps `dbus_connection_send`, `dbus_connection_read_write` and
     /// `dbus_connection_pop_message`.
-    public func pipeline(
+    package func pipeline(
         count: Int, window: Int,
         _ build: () -> (destination: String, path: ObjectPath, interface: String, member: String, [DBusValue])
     ) -> Int {

@@ -1,5 +1,6 @@
 import CDBus
-import CNetworkManager
+import CGLib
+import ReachabilityLoop
 
 /// A private libdbus connection driven by the GLib main loop, exporting
 /// objects declared as `Interface` tables. No other module calls libdbus.

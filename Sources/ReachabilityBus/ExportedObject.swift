@@ -1,3 +1,5 @@
+import ReachabilityLoop
+
 /// An interface table with its owner's type erased, built once per table and
 /// shared by every object exported with it.
 final class ErasedInterface: @unchecked Sendable {

@@ -1,5 +1,6 @@
 import CDBus
 import Glibc
+import ReachabilityLoop
 
 /// Converts between `DBusValue` and libdbus message iterators. Every
 /// `dbus_message_iter_*` call of the project is in this file.

@@ -1,11 +1,12 @@
 import CDBus
+import ReachabilityLoop
 
 /// Whole messages as bytes, the way they cross the bus: for the fuzz targets
 /// and their regression tests, which feed what a hostile peer could send.
-public enum MarshalledMessage {
+package enum MarshalledMessage {
     /// A method call to `member` with `values` as its body, marshalled.
     /// Wraps `dbus_message_marshal`.
-    public static func methodCall(member: String, _ values: [DBusValue]) -> [UInt8]? {
+    package static func methodCall(member: String, _ values: [DBusValue]) -> [UInt8]? {
         guard let message = dbus_message_new_method_call(
             "io.github.reachabilityd.Reachability1", "/io/github/reachabilityd/Reachability1",
             "io.github.reachabilityd.Reachability1.Manager", member)
@@ -24,7 +25,7 @@ public enum MarshalledMessage {
     /// validates everything a connection receives — decoded as the service
     /// decodes a call's arguments. `nil` when libdbus rejects the bytes (or the
     /// body holds file descriptors). Wraps `dbus_message_demarshal`.
-    public static func decodeBody(_ bytes: [UInt8]) -> (signature: String, values: [DBusValue])? {
+    package static func decodeBody(_ bytes: [UInt8]) -> (signature: String, values: [DBusValue])? {
         var error = DBusError()
         dbus_error_init(&error)
         defer { dbus_error_free(&error) }

@@ -1,4 +1,5 @@
 import CDBus
+import ReachabilityLoop
 
 /// Where a call's answer goes: the bus, or a recorder in tests.
 protocol CallResponder: AnyObject {

@@ -1,4 +1,5 @@
 import CDBus
+import ReachabilityLoop
 
 /// Method returns built from a marshalled body kept for the values last sent.
 ///

@@ -38,8 +38,8 @@ extension Netlink {
                 indexBySequence[sequence] = i
                 buffer += Self.routeRequest(queries[i].address, interface: queries[i].interface, sequence: sequence)
             }
-            let sent = buffer.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
-            guard sent == buffer.count else { throw NetlinkError(operation: "send", errno: errno) }
+            let sent = try Syscall.netlink("send") { buffer.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) } }
+            guard sent == buffer.count else { throw NetlinkError(operation: "send", errno: EMSGSIZE) }
             while !indexBySequence.isEmpty {
                 for datagram in try receiveMany() {
                     for (header, body) in Self.messages(in: datagram[...]) {
@@ -64,7 +64,7 @@ extension Netlink {
         let size = 4096
         var storage = [UInt8](repeating: 0, count: count * size)
         var result: [[UInt8]] = []
-        let received: Int32 = storage.withUnsafeMutableBytes { raw in
+        _ = try Syscall.netlink("recvmmsg") { storage.withUnsafeMutableBytes { raw in
             var vectors = (0..<count).map { i in iovec(iov_base: raw.baseAddress! + i * size, iov_len: size) }
             return vectors.withUnsafeMutableBufferPointer { iov in
                 var headers = (0..<count).map { i in
@@ -82,11 +82,7 @@ extension Netlink {
                 }
                 return n
             }
-        }
-        if received < 0 {
-            if errno == EINTR { return [] }
-            throw NetlinkError(operation: "recvmmsg", errno: errno)
-        }
+        } }
         return result
     }
 

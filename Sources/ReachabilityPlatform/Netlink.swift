@@ -1,10 +1,10 @@
 import CNetlink
 import Glibc
-import ReachabilityBus
 import ReachabilityCore
+import ReachabilityLoop
 
 /// rtnetlink, the kernel's routing interface. Every netlink syscall of the
-/// project goes through this file.
+/// project goes through this file, and through `Syscall`.
 public final class Netlink {
     let fd: Int32
     var sequence: UInt32 = 0
@@ -13,8 +13,9 @@ public final class Netlink {
 
     /// Opens a request socket. Wraps `socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE)`.
     public init() throws(NetlinkError) {
-        fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), NETLINK_ROUTE)
-        guard fd >= 0 else { throw NetlinkError(operation: "socket", errno: errno) }
+        fd = try Syscall.netlink("socket") {
+            socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), NETLINK_ROUTE)
+        }
     }
 
     deinit { close(fd) }
@@ -32,18 +33,15 @@ public final class Netlink {
         header.nlmsg_seq = seq
         var message = withUnsafeBytes(of: header) { Array($0) }
         message += payload
-        let sent = message.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
-        guard sent == message.count else { throw NetlinkError(operation: "send", errno: errno) }
+        let sent = try Syscall.netlink("send") { message.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) } }
+        guard sent == message.count else { throw NetlinkError(operation: "send", errno: EMSGSIZE) }
 
         var result: [(UInt16, [UInt8])] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         let isDump = flags & NLM_F_DUMP == NLM_F_DUMP
         while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else {
-                if n < 0 && errno == EINTR { continue }
-                throw NetlinkError(operation: "recv", errno: errno)
-            }
+            let n = try Syscall.netlink("recv") { buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) } }
+            guard n > 0 else { throw NetlinkError(operation: "recv", errno: ECONNRESET) }
             for (hdr, body) in Self.messages(in: buffer[0..<n]) where hdr.nlmsg_seq == seq {
                 switch Int32(hdr.nlmsg_type) {
                 case NLMSG_DONE:
@@ -115,7 +113,7 @@ public final class Netlink {
         return links
     }
 
-    private func parseLink(_ body: [UInt8]) -> LinkFact? {
+    func parseLink(_ body: [UInt8]) -> LinkFact? {
         let size = MemoryLayout<ifinfomsg>.size
         guard body.count >= size else { return nil }
         let info = body.withUnsafeBytes { $0.loadUnaligned(as: ifinfomsg.self) }
@@ -238,46 +236,46 @@ public final class NetlinkMonitor {
 
     /// Binds to the groups. Wraps `bind(2)` on an `AF_NETLINK` socket.
     public init(onChange: @escaping (RouteInvalidation) -> Void) throws(NetlinkError) {
-        fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
-                    NETLINK_ROUTE)
-        guard fd >= 0 else { throw NetlinkError(operation: "socket", errno: errno) }
+        fd = try Syscall.netlink("socket") {
+            socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
+                   NETLINK_ROUTE)
+        }
         var address = sockaddr_nl()
         address.nl_family = sa_family_t(AF_NETLINK)
         address.nl_groups = reach_rtmgrp_all()
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
-            }
-        }
-        guard bound == 0 else {
-            let e = errno
-            close(fd)
-            throw NetlinkError(operation: "bind", errno: e)
-        }
         let socketFD = fd
+        do {
+            _ = try Syscall.netlink("bind") {
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
+                    }
+                }
+            }
+        } catch {
+            close(socketFD)
+            throw error
+        }
         source = Sources.readable(fd: socketFD) { [unowned self] in
             var buffer = [UInt8](repeating: 0, count: 32768)
             var sawSomething = false
             var invalidation = RouteInvalidation()
-            while true {
-                let n = buffer.withUnsafeMutableBytes {
-                    recv(socketFD, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
-                }
-                if n > 0 {
+            reading: while true {
+                switch Syscall.call({
+                    buffer.withUnsafeMutableBytes { recv(socketFD, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                }) {
+                case .success(let n) where n > 0:
                     sawSomething = true
                     for (header, body) in Netlink.messages(in: buffer[0..<n]) {
                         invalidation.formUnion(self.classify(header.nlmsg_type, body))
                     }
-                    continue
-                }
-                // ENOBUFS: the kernel dropped events; forget every cached answer.
-                if n < 0 && errno == ENOBUFS {
+                case .failure(.noBufferSpace):
+                    // The kernel dropped events; forget every cached answer.
                     sawSomething = true
                     invalidation.all = true
-                    continue
+                default:
+                    break reading
                 }
-                if n < 0 && errno == EINTR { continue }
-                break
             }
             if sawSomething { onChange(invalidation) }
             return true
@@ -355,20 +353,12 @@ public final class NetlinkMonitor {
 public struct NetlinkError: Error, CustomStringConvertible {
     public let operation: String
     public let errno: Int32
-    public var description: String { "netlink \(operation): \(String(cString: strerror(errno)))" }
+    public var description: String { "netlink \(operation): \(Errno(rawValue: errno))" }
 }
 
 /// `/sys/class/net/IF/…` reads for the interface type.
 enum Sysfs {
-    static func read(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-        guard n > 0 else { return nil }
-        return String(decoding: buffer[0..<n], as: UTF8.self)
-    }
+    static func read(_ path: String) -> String? { Syscall.readFile(path, limit: 4096) }
 
     static func isSafeName(_ name: String) -> Bool {
         !name.isEmpty && name != "." && name != ".." && !name.contains("/")

@@ -1,6 +1,6 @@
 import CNetworkManager
-import ReachabilityBus
 import ReachabilityCore
+import ReachabilityLoop
 
 /// What NetworkManager says, read through libnm. Every libnm call of the
 /// project is in this file. Created asynchronously; follows NetworkManager

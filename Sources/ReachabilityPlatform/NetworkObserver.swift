@@ -1,6 +1,6 @@
-import CNetworkManager
-import ReachabilityBus
+import CGLib
 import ReachabilityCore
+import ReachabilityLoop
 
 /// Which source of device facts to use.
 public enum BackendMode: String, CaseIterable, Sendable {

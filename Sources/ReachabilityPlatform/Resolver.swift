@@ -1,5 +1,5 @@
-import CNetworkManager
-import ReachabilityBus
+import CGLib
+import ReachabilityLoop
 
 /// Host-name resolution through GLib's `GResolver`, which answers on the main
 /// loop and never blocks it. At most `maximumInFlight` lookups run at once; the

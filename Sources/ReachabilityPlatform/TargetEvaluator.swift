@@ -1,6 +1,6 @@
-import CNetworkManager
-import ReachabilityBus
+import CGLib
 import ReachabilityCore
+import ReachabilityLoop
 
 /// Turns network facts into target states, for the daemon and for the client
 /// library's in-process mode alike: reads the facts once per burst of changes,

@@ -1,6 +1,7 @@
-import CNetworkManager
+import Glibc
 import ReachabilityBus
 import ReachabilityCore
+import ReachabilityLoop
 import ReachabilityPlatform
 
 /// The daemon: set up, announce, loop.

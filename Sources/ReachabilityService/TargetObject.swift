@@ -1,6 +1,6 @@
-import CNetlink
 import ReachabilityBus
 import ReachabilityCore
+import ReachabilityLoop
 import ReachabilityPlatform
 
 /// Something that can re-evaluate a target on demand (`Refresh`).
@@ -26,7 +26,7 @@ public final class TargetObject: WatchedTarget {
     /// Announces what changed.
     public override func didChange(from old: TargetState) {
         let flagsChanged = state.flags != old.flags
-        if flagsChanged { lastChanged = reach_realtime_usec() }
+        if flagsChanged { lastChanged = RealtimeClock.microseconds() }
         exported?.propertiesChanged()
         if flagsChanged {
             exported?.emit(Self.statusChanged, interface: Names.targetInterface,

@@ -1,5 +1,6 @@
 import Glibc
 import ReachabilityBus
+import ReachabilityLoop
 import ReachabilityService
 
 /// Set up, announce, loop: everything else lives in ReachabilityService.

@@ -1,4 +1,4 @@
-import CNetworkManager
+import CGLib
 import Synchronization
 
 /// The GLib main loop that drives everything: libdbus (through `BusConnection`),
@@ -34,12 +34,12 @@ public final class MainLoop {
 
 /// Sources are attached to, and removed from, the calling thread's default
 /// context (`nil`: GLib's global default context).
-enum LoopContext {
+package enum LoopContext {
     /// Wraps `g_main_context_get_thread_default`.
-    static var current: OpaquePointer? { g_main_context_get_thread_default() }
+    package static var current: OpaquePointer? { g_main_context_get_thread_default() }
 
     /// Attaches `source` with `callback` and returns its id. Wraps `g_source_attach`.
-    static func attach(
+    package static func attach(
         _ source: UnsafeMutablePointer<GSource>, priority: Int32, _ callback: GSourceFunc?, _ data: gpointer?,
         _ destroy: GDestroyNotify?
     ) -> guint {
@@ -51,12 +51,12 @@ enum LoopContext {
     }
 
     /// Removes the source `id` of this thread's context. Wraps `g_source_destroy`.
-    static func remove(_ id: guint) {
+    package static func remove(_ id: guint) {
         if let source = g_main_context_find_source_by_id(current, id) { g_source_destroy(source) }
     }
 
     /// An fd source. Wraps `g_unix_fd_source_new`.
-    static func addFD(
+    package static func addFD(
         _ fd: Int32, _ condition: GIOCondition, _ callback: GUnixFDSourceFunc, _ data: gpointer?,
         _ destroy: GDestroyNotify?
     ) -> guint {
@@ -65,7 +65,7 @@ enum LoopContext {
     }
 
     /// A timeout in milliseconds. Wraps `g_timeout_source_new`.
-    static func addTimeout(milliseconds: guint, _ callback: GSourceFunc, _ data: gpointer?,
+    package static func addTimeout(milliseconds: guint, _ callback: GSourceFunc, _ data: gpointer?,
                            _ destroy: GDestroyNotify?) -> guint {
         attach(g_timeout_source_new(milliseconds), priority: G_PRIORITY_DEFAULT, callback, data, destroy)
     }
@@ -190,6 +190,11 @@ extension SourceHandle {
 /// The loop's monotonic clock. Wraps `g_get_monotonic_time`.
 public enum MonotonicClock {
     public static func microseconds() -> Int64 { Int64(g_get_monotonic_time()) }
+}
+
+/// Wall-clock time (CLOCK_REALTIME), for timestamps shown to people. Wraps `g_get_real_time`.
+public enum RealtimeClock {
+    public static func microseconds() -> UInt64 { UInt64(max(0, g_get_real_time())) }
 }
 
 /// A thread running a `MainLoop` on a private GLib context, for a library inside
