@@ -35,7 +35,7 @@ let package = Package(
         .systemLibrary(name: "CNetlink"),
 
         // Pure logic: flags, status, snapshots, path escaping. No C import.
-        .target(name: "ReachabilityCore"),
+        .target(name: "ReachabilityCore", plugins: ["EmbedContract"]),
         // The GLib main loop everything runs on: sources, the loop thread, the log, the clock.
         .target(name: "ReachabilityLoop", dependencies: ["CGLib"]),
         // The only module that calls libdbus, driven by the loop.
@@ -47,8 +47,7 @@ let package = Package(
         // The daemon's exported objects and its run loop.
         .target(
             name: "ReachabilityService",
-            dependencies: ["ReachabilityCore", "ReachabilityLoop", "ReachabilityBus", "ReachabilityPlatform"],
-            plugins: ["EmbedContract"]),
+            dependencies: ["ReachabilityCore", "ReachabilityLoop", "ReachabilityBus", "ReachabilityPlatform"]),
         // Call-cost benchmark (a libdbus client); see README, "Performance".
         .executableTarget(name: "reachability-bench", dependencies: ["ReachabilityBus"]),
         // Build-time generation of the contract string from dbus/*.xml.

@@ -79,13 +79,13 @@ final class DaemonBackend: FeedBackend {
         guard let watch = watches.removeValue(forKey: ObjectIdentifier(feed)) else { return }
         watch.signal?.cancel()
         if case .input = feed.key, let path = watch.path {
-            call(Self.root, ServiceNames.managerInterface, "Release", [.objectPath(path)]) { _ in }
+            call(Self.root, ServiceNames.managerInterface, Contract.Manager.release.name, [.objectPath(path)]) { _ in }
         }
     }
 
     func query(_ key: TargetKey, _ completion: @escaping (Result<ReachabilityState, ReachabilityError>) -> Void) {
         let text = if case .input(let input) = key { input.name } else { "" }
-        call(Self.root, ServiceNames.managerInterface, "Query", [.string(text)]) { result in
+        call(Self.root, ServiceNames.managerInterface, Contract.Manager.query.name, [.string(text)]) { result in
             completion(result.mapError(ReachabilityError.init).flatMap { values in
                 guard values.count == 3, case .uint32(let flags) = values[0], case .int32(let status) = values[1],
                     case .dictionary(_, _, let details) = values[2]
@@ -106,8 +106,8 @@ final class DaemonBackend: FeedBackend {
                         case .dictionary(_, _, let entries) = target.value
                     else { return nil }
                     let properties = Self.dictionary(entries)
-                    let name = properties["Name"]?.stringValue ?? ""
-                    let kind = properties["Kind"]?.stringValue
+                    let name = properties[Contract.Target.name.name]?.stringValue ?? ""
+                    let kind = properties[Contract.Target.kind.name]?.stringValue
                     let watched: ReachabilityTarget = kind == "address" ? .address(name) : .host(name)
                     return ReachabilitySnapshot(target: watched, state: ReachabilityState(properties: properties))
                 }.sorted { $0.target.description < $1.target.description }
@@ -123,7 +123,7 @@ final class DaemonBackend: FeedBackend {
             attach(watch, at: Self.root)
             return done(nil)
         }
-        let member = input.kind == .host ? "WatchHost" : "WatchAddress"
+        let member = (input.kind == .host ? Contract.Manager.watchHost : Contract.Manager.watchAddress).name
         call(Self.root, ServiceNames.managerInterface, member, [.string(input.name)]) { [weak self] result in
             Log.debug("\(member) \(input.name): \(result)")
             guard let self else { return }
@@ -134,7 +134,7 @@ final class DaemonBackend: FeedBackend {
                 }
                 guard self.watches[ObjectIdentifier(watch.feed)] === watch else {
                     // Closed meanwhile: give the target back.
-                    return self.call(Self.root, ServiceNames.managerInterface, "Release", [.objectPath(path)]) { _ in }
+                    return self.call(Self.root, ServiceNames.managerInterface, Contract.Manager.release.name, [.objectPath(path)]) { _ in }
                 }
                 self.attach(watch, at: path)
                 done(nil)
@@ -163,7 +163,7 @@ final class DaemonBackend: FeedBackend {
             let state = ReachabilityState(properties: watch.properties)
             if state.flags == nil, case .input(.host) = watch.feed.key {
                 // A host just watched is being looked up: its first answer is the one after `Refresh`.
-                self.call(path, ServiceNames.targetInterface, "Refresh") { _ in
+                self.call(path, ServiceNames.targetInterface, Contract.Target.refresh.name) { _ in
                     watch.isSettled = true
                     watch.publish()
                 }
@@ -203,33 +203,19 @@ final class DaemonBackend: FeedBackend {
 extension ReachabilityState {
     /// A target's state from its `…Target` properties (`Status` -1: unknown).
     init(properties p: [String: DBusValue]) {
-        self.init(flags: p["Flags"], status: p["Status"]) { p[$0.property] }
+        self.init(flags: p[Contract.Target.flags.name], status: p[Contract.Target.status.name]) { p[$0.property.name] }
     }
 
     /// A target's state from `Query`'s reply.
     init(flags: UInt32, status: Int32, details: [DBusValue.DictionaryEntry]) {
         let d = DaemonBackend.dictionary(details)
-        self.init(flags: .uint32(flags), status: .int32(status)) { d[$0.detail] }
+        self.init(flags: .uint32(flags), status: .int32(status)) { d[$0.rawValue] }
     }
 
-    /// The fields, by their property name and their key in `Query`'s details.
-    fileprivate enum Field: String {
-        case interface = "Interface/interface"
-        case interfaceType = "InterfaceType/interface-type"
-        case addresses = "Addresses/addresses"
-        case connectivity = "Connectivity/connectivity"
-        case metered = "Metered/metered"
-        case vpn = "Vpn/vpn"
-        case ipv4 = "ReachableIPv4/reachable-ipv4"
-        case ipv6 = "ReachableIPv6/reachable-ipv6"
-        case error = "Error/error"
-        var property: String { String(rawValue.split(separator: "/")[0]) }
-        var detail: String { String(rawValue.split(separator: "/")[1]) }
-    }
-
-    private init(flags: DBusValue?, status: DBusValue?, _ field: (Field) -> DBusValue?) {
-        func string(_ f: Field) -> String { field(f)?.stringValue ?? "" }
-        func bool(_ f: Field) -> Bool { if case .boolean(true)? = field(f) { true } else { false } }
+    /// The fields, each found by its `QueryDetail` (or the property of the same fact).
+    private init(flags: DBusValue?, status: DBusValue?, _ field: (QueryDetail) -> DBusValue?) {
+        func string(_ f: QueryDetail) -> String { field(f)?.stringValue ?? "" }
+        func bool(_ f: QueryDetail) -> Bool { if case .boolean(true)? = field(f) { true } else { false } }
         var addresses: [String] = []
         if case .array(_, let values)? = field(.addresses) { addresses = values.compactMap(\.stringValue) }
         let known = if case .int32(let s)? = status { s != ReachabilityStatus.unknown.rawValue } else { false }
@@ -238,6 +224,6 @@ extension ReachabilityState {
             flags: known ? ReachabilityFlags(rawValue: raw) : nil, interface: string(.interface),
             interfaceType: InterfaceType(rawValue: string(.interfaceType)) ?? .other, addresses: addresses,
             connectivity: Connectivity(rawValue: string(.connectivity)) ?? .unknown, isMetered: bool(.metered),
-            isVPN: bool(.vpn), reachableIPv4: bool(.ipv4), reachableIPv6: bool(.ipv6), error: string(.error))
+            isVPN: bool(.vpn), reachableIPv4: bool(.reachableIPv4), reachableIPv6: bool(.reachableIPv6), error: string(.error))
     }
 }

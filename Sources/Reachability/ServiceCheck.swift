@@ -79,8 +79,8 @@ private enum ServiceProbe {
                 destination: ServiceNames.busName, path: root, interface: "org.freedesktop.DBus.Properties",
                 member: "GetAll", [.string(ServiceNames.managerInterface)], timeoutMilliseconds: timeout)
             let values = properties(manager.first)
-            if case .string(let version)? = values["Version"] { check.version = version }
-            if case .string(let backend)? = values["Backend"] { check.backend = backend }
+            if case .string(let version)? = values[Contract.Manager.version.name] { check.version = version }
+            if case .string(let backend)? = values[Contract.Manager.backend.name] { check.backend = backend }
         } catch {
             check.callError = .init(name: error.name, message: error.message)
         }

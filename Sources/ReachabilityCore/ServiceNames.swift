@@ -1,11 +1,12 @@
 /// The service's names on the bus, each written once; the daemon exports them
-/// and the client library calls them.
+/// and the client library calls them. Interface and member names come from the
+/// contract itself (`Contract`, generated from `dbus/`).
 public enum ServiceNames {
     public static let busName = "io.github.reachabilityd.Reachability1"
     public static let rootPath = "/io/github/reachabilityd/Reachability1"
-    public static let managerInterface = "io.github.reachabilityd.Reachability1.Manager"
-    public static let targetInterface = "io.github.reachabilityd.Reachability1.Target"
-    public static let pathInterface = "io.github.reachabilityd.Reachability1.Path"
+    public static let managerInterface = Contract.Manager.interfaceName
+    public static let targetInterface = Contract.Target.interfaceName
+    public static let pathInterface = Contract.Path.interfaceName
     /// The object with the Path interface, while a client holds it (`WatchPath`).
     public static let pathPath = "/io/github/reachabilityd/Reachability1/path"
     public static let version = "0.1.0"

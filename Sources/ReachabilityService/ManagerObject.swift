@@ -23,19 +23,19 @@ public final class ManagerObject {
     static let interface = Interface<ManagerObject>(
         Names.managerInterface,
         methods: [
-            Method("WatchHost", input: "s", output: "o") { manager, call throws(BusError) in
+            Method(Contract.Manager.watchHost) { manager, call throws(BusError) in
                 let input = try TargetInput.validHost(try call.string(0))
                 return [.objectPath(try manager.registry.watch(input, client: call.sender))]
             },
-            Method("WatchAddress", input: "s", output: "o") { manager, call throws(BusError) in
+            Method(Contract.Manager.watchAddress) { manager, call throws(BusError) in
                 let input = try TargetInput.validAddress(try call.string(0))
                 return [.objectPath(try manager.registry.watch(input, client: call.sender))]
             },
-            Method("Release", input: "o") { manager, call throws(BusError) in
+            Method(Contract.Manager.release) { manager, call throws(BusError) in
                 try manager.registry.release(try call.objectPath(0), client: call.sender)
                 return []
             },
-            Method("Query", input: "s", output: "uia{sv}") { manager, call throws(BusError) in
+            Method(Contract.Manager.query) { manager, call throws(BusError) in
                 let text = try call.string(0)
                 let input = text.isEmpty ? nil : try TargetInput.validHost(text)
                 return try manager.evaluator.query(
@@ -43,8 +43,8 @@ public final class ManagerObject {
             },
         ],
         properties: [
-            Property("Backend", "s") { .string($0.backend.rawValue) },
-            Property("Version", "s", emits: .const) { _ in .string(Names.version) },
+            Property(Contract.Manager.backend) { .string($0.backend.rawValue) },
+            Property(Contract.Manager.version) { _ in .string(Names.version) },
         ],
         introspection: Names.contract[Names.managerInterface])
 }

@@ -10,5 +10,5 @@ public enum Names {
     public static let version = ServiceNames.version
 
     /// The interface definitions served as introspection data (from `dbus/`).
-    public static let contract = InterfaceContract(xml: contractXML)
+    public static let contract = InterfaceContract(xml: Contract.xml)
 }

@@ -54,38 +54,38 @@ public final class TargetObject: WatchedTarget {
         answerWaitingCalls()
     }
 
-    static let statusChanged = Signal("StatusChanged", signature: "iu")
+    static let statusChanged = Signal(Contract.Target.statusChanged)
 
     /// The `…Target` interface: every member declared once, here.
     static let interface = Interface<TargetObject>(
         Names.targetInterface,
         methods: [
-            Method("Refresh", output: "ui") { target, call in
+            Method(Contract.Target.refresh) { target, call in
                 // `nil` from the refresher means "answered later", not "answer now".
                 guard let refresher = target.refresher else { return target.refreshReply }
                 return refresher.refresh(target, call: call)
             }
         ],
         properties: [
-            Property("Kind", "s", emits: .const) { .string($0.kind.rawValue) },
-            Property("Name", "s", emits: .const) { .string($0.name) },
-            Property("Flags", "u") { .uint32($0.state.exportedFlags.rawValue) },
-            Property("Status", "i") { .int32($0.state.status.rawValue) },
-            Property("Reachable", "b") { .boolean($0.state.isReachable) },
-            Property("ReachableViaWiFi", "b") { .boolean($0.state.isReachableViaWiFi) },
-            Property("ReachableViaWWAN", "b") { .boolean($0.state.isReachableViaWWAN) },
-            Property("ReachableViaEthernet", "b") { .boolean($0.state.isReachableViaEthernet) },
-            Property("ConnectionRequired", "b") { .boolean($0.state.isConnectionRequired) },
-            Property("InterfaceType", "s") { .string($0.state.interfaceType.rawValue) },
-            Property("Interface", "s") { .string($0.state.interface) },
-            Property("Addresses", "as") { .strings($0.state.addresses) },
-            Property("Connectivity", "s") { .string($0.state.connectivity.rawValue) },
-            Property("Metered", "b") { .boolean($0.state.isMetered) },
-            Property("Vpn", "b") { .boolean($0.state.isVPN) },
-            Property("ReachableIPv4", "b") { .boolean($0.state.reachableIPv4) },
-            Property("ReachableIPv6", "b") { .boolean($0.state.reachableIPv6) },
-            Property("Error", "s") { .string($0.state.error) },
-            Property("LastChanged", "t") { .uint64($0.lastChanged) },
+            Property(Contract.Target.kind) { .string($0.kind.rawValue) },
+            Property(Contract.Target.name) { .string($0.name) },
+            Property(Contract.Target.flags) { .uint32($0.state.exportedFlags.rawValue) },
+            Property(Contract.Target.status) { .int32($0.state.status.rawValue) },
+            Property(Contract.Target.reachable) { .boolean($0.state.isReachable) },
+            Property(Contract.Target.reachableViaWiFi) { .boolean($0.state.isReachableViaWiFi) },
+            Property(Contract.Target.reachableViaWWAN) { .boolean($0.state.isReachableViaWWAN) },
+            Property(Contract.Target.reachableViaEthernet) { .boolean($0.state.isReachableViaEthernet) },
+            Property(Contract.Target.connectionRequired) { .boolean($0.state.isConnectionRequired) },
+            Property(Contract.Target.interfaceType) { .string($0.state.interfaceType.rawValue) },
+            Property(Contract.Target.interface) { .string($0.state.interface) },
+            Property(Contract.Target.addresses) { .strings($0.state.addresses) },
+            Property(Contract.Target.connectivity) { .string($0.state.connectivity.rawValue) },
+            Property(Contract.Target.metered) { .boolean($0.state.isMetered) },
+            Property(Contract.Target.vpn) { .boolean($0.state.isVPN) },
+            Property(Contract.Target.reachableIPv4) { .boolean($0.state.reachableIPv4) },
+            Property(Contract.Target.reachableIPv6) { .boolean($0.state.reachableIPv6) },
+            Property(Contract.Target.error) { .string($0.state.error) },
+            Property(Contract.Target.lastChanged) { .uint64($0.lastChanged) },
         ],
         signals: [statusChanged],
         introspection: Names.contract[Names.targetInterface])
@@ -94,16 +94,20 @@ public final class TargetObject: WatchedTarget {
 extension TargetState {
     /// `Query`'s details: `a{sv}` with at least the keys the contract lists.
     var details: DBusValue {
-        .vardict([
-            ("interface", .string(interface)),
-            ("interface-type", .string(interfaceType.rawValue)),
-            ("addresses", .strings(addresses)),
-            ("connectivity", .string(connectivity.rawValue)),
-            ("metered", .boolean(isMetered)),
-            ("vpn", .boolean(isVPN)),
-            ("reachable-ipv4", .boolean(reachableIPv4)),
-            ("reachable-ipv6", .boolean(reachableIPv6)),
-            ("error", .string(error)),
-        ])
+        .vardict(QueryDetail.allCases.map { key in
+            let value: DBusValue =
+                switch key {
+                case .interface: .string(interface)
+                case .interfaceType: .string(interfaceType.rawValue)
+                case .addresses: .strings(addresses)
+                case .connectivity: .string(connectivity.rawValue)
+                case .metered: .boolean(isMetered)
+                case .vpn: .boolean(isVPN)
+                case .reachableIPv4: .boolean(reachableIPv4)
+                case .reachableIPv6: .boolean(reachableIPv6)
+                case .error: .string(error)
+                }
+            return (key.rawValue, value)
+        })
     }
 }

@@ -70,10 +70,21 @@ except (ImportError, ValueError):  # reported by requirements()
 REPO = Path(__file__).resolve().parents[2]
 CONTRACT_XML = REPO / "dbus" / "io.github.reachabilityd.Reachability1.xml"
 
-SERVICE = "io.github.reachabilityd.Reachability1"
-ROOT_PATH = "/io/github/reachabilityd/Reachability1"
-MANAGER_IFACE = SERVICE + ".Manager"
-TARGET_IFACE = SERVICE + ".Target"
+
+
+def _contract_names(xml_path: Path = CONTRACT_XML) -> tuple:
+    """The service's name, root path and interfaces, read from the contract (never spelled here)."""
+    text = xml_path.read_text()
+    interfaces = {i.get("name").rsplit(".", 1)[1]: i.get("name")
+                  for i in ElementTree.fromstring(text).findall("interface")}
+    service = text.split("Bus name:", 1)[1].split()[0]
+    root = text.split("Root object:", 1)[1].split()[0]
+    return service, root, interfaces
+
+
+SERVICE, ROOT_PATH, INTERFACES = _contract_names()
+MANAGER_IFACE = INTERFACES["Manager"]
+TARGET_IFACE = INTERFACES["Target"]
 
 DBUS_NAME = "org.freedesktop.DBus"
 DBUS_PATH = "/org/freedesktop/DBus"

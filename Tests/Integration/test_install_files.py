@@ -48,10 +48,8 @@ import harness
 from harness import contract_members
 
 REPO = Path(__file__).resolve().parents[2]
-SERVICE = "io.github.reachabilityd.Reachability1"
-ROOT_PATH = "/io/github/reachabilityd/Reachability1"
-MANAGER = SERVICE + ".Manager"
-TARGET = SERVICE + ".Target"
+SERVICE, ROOT_PATH = harness.SERVICE, harness.ROOT_PATH
+MANAGER, TARGET = harness.MANAGER_IFACE, harness.TARGET_IFACE
 SERVICE_USER = "reachabilityd"
 
 POLICY = REPO / "dbus" / f"{SERVICE}.conf"

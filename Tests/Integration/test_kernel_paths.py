@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 from collections import Counter
 
-from harness import IS_DIRECT, REACHABLE, ROOT_PATH, SERVICE, TARGET_IFACE, TRANSIENT_CONNECTION, Mark
+from harness import (IS_DIRECT, MANAGER_IFACE, REACHABLE, ROOT_PATH, SERVICE, TARGET_IFACE, TRANSIENT_CONNECTION,
+                     Mark)
 from test_kernel_backend import (  # pylint: disable=unused-import  # fixtures are found by name
     GATEWAY_V4, KERNEL_CONNECTED, KERNEL_OFFLINE, SECOND, SECOND_GATEWAY_V4, SECOND_METRIC, SECOND_PEER, SECOND_V4,
     TUN, TUN_V4, UPLINK, UPLINK_METRIC, UPLINK_PEER, fail_or_skip, kernel_lab_without_carrier, online, route_get,
@@ -239,7 +240,7 @@ def test_reject_routes_for_watched_addresses(online):
     ``unreachable default``: the internet is not reachable, and reachable again without it."""
     lab, recorder = online.lab, online.recorder
     watched = "203.0.113.77"
-    path = lab.client.call(SERVICE, ROOT_PATH, "io.github.reachabilityd.Reachability1.Manager", "WatchAddress", "s",
+    path = lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchAddress", "s",
                            (watched,))[0]
     target = lab.recorder(path)
     try:
@@ -313,7 +314,7 @@ def test_tunnel_needs_an_underlay(online):
     recorder.wait_answer(VPN, "the VPN answer with kveth0 under the tunnel", mark=AT_START_OF(recorder))
     mark = recorder.mark()
     watched = "203.0.113.77"
-    path = lab.client.call(SERVICE, ROOT_PATH, "io.github.reachabilityd.Reachability1.Manager", "WatchAddress", "s",
+    path = lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchAddress", "s",
                            (watched,))[0]
     target = lab.recorder(path)
     try:

@@ -38,9 +38,7 @@ REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "networkmanager_reach.py"
 DAEMON = Path(os.environ.get("REACHABILITYD", REPO / ".build" / "debug" / "reachabilityd"))
 
-SERVICE = "io.github.reachabilityd.Reachability1"
-ROOT_PATH = "/io/github/reachabilityd/Reachability1"
-TARGET_IFACE = SERVICE + ".Target"
+SERVICE, ROOT_PATH, TARGET_IFACE = harness.SERVICE, harness.ROOT_PATH, harness.TARGET_IFACE
 
 NM_BUS_NAME = "org.freedesktop.NetworkManager"
 NM_MOCK_PATH = "/org/freedesktop"

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ReachabilityCore
 @testable import ReachabilityBus
 @testable import ReachabilityService
 
@@ -67,6 +68,19 @@ private final class ContractReader: NSObject, XMLParserDelegate {
     }
 }
 
+/// The members of the generated contract, described like the reader describes the XML.
+private func members(_ methods: [ContractMethod], _ properties: [ContractProperty], _ signals: [ContractSignal])
+    -> Set<ContractReader.Member>
+{
+    var set = Set<ContractReader.Member>()
+    for m in methods { set.insert(.init(kind: "method", name: m.name, detail: "(\(m.input))->(\(m.output))")) }
+    for p in properties {
+        set.insert(.init(kind: "property", name: p.name, detail: "\(p.type) read emits=\(p.emitsChanged)"))
+    }
+    for s in signals { set.insert(.init(kind: "signal", name: s.name, detail: "(\(s.signature))")) }
+    return set
+}
+
 /// The members of an exported table, described like the reader describes the XML.
 private func members<Owner>(_ interface: Interface<Owner>) -> Set<ContractReader.Member> {
     var set = Set<ContractReader.Member>()
@@ -119,10 +133,35 @@ struct ContractTests {
         }
     }
 
+    @Test("the generated Contract, which the daemon's tables and the client both use, is the XML's")
+    func generatedContract() throws {
+        let reader = try read()
+        let generated: [String: Set<ContractReader.Member>] = [
+            Contract.Manager.interfaceName: members(Contract.Manager.methods, Contract.Manager.properties,
+                                                     Contract.Manager.signals),
+            Contract.Target.interfaceName: members(Contract.Target.methods, Contract.Target.properties,
+                                                    Contract.Target.signals),
+            Contract.Path.interfaceName: members(Contract.Path.methods, Contract.Path.properties,
+                                                  Contract.Path.signals),
+        ]
+        #expect(generated == reader.interfaces)
+    }
+
+    @Test("the client's Query detail keys are the contract's, each with its Target property")
+    func clientDetails() throws {
+        let text = try String(contentsOf: Self.xmlURL, encoding: .utf8)
+        let query = try #require(text.range(of: "Query:"))
+        let prose = text[query.lowerBound...].prefix(2000)
+        for key in QueryDetail.allCases {
+            #expect(prose.contains("\"\(key.rawValue)\""), "Query's documentation does not list \(key.rawValue)")
+            #expect(Contract.Target.properties.contains(key.property))
+        }
+    }
+
     @Test("the daemon serves the file's interface elements")
     func served() throws {
         let text = try String(contentsOf: Self.xmlURL, encoding: .utf8)
-        #expect(contractXML.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(Contract.xml.trimmingCharacters(in: .whitespacesAndNewlines)
                 == text.trimmingCharacters(in: .whitespacesAndNewlines))
         for name in [Names.managerInterface, Names.targetInterface] {
             #expect(text.contains(Names.contract.elements[name]!.trimmingCharacters(in: .whitespaces)))

@@ -1,0 +1,22 @@
+import ReachabilityBus
+import ReachabilityCore
+
+// Table entries made from the contract: names, signatures and change announcements
+// come from `dbus/` (through the generated `Contract`), never spelled again here.
+
+extension Method {
+    init(_ member: ContractMethod,
+         _ body: @escaping @Sendable (Owner, MethodCall) throws(BusError) -> [DBusValue]?) {
+        self.init(member.name, input: member.input, output: member.output, body)
+    }
+}
+
+extension Property {
+    init(_ member: ContractProperty, _ get: @escaping @Sendable (Owner) -> DBusValue) {
+        self.init(member.name, member.type, emits: EmitsChanged(rawValue: member.emitsChanged) ?? .yes, get)
+    }
+}
+
+extension Signal {
+    init(_ member: ContractSignal) { self.init(member.name, signature: member.signature) }
+}
