@@ -1249,7 +1249,80 @@ class NetworkManager:
         return self.process.stop(signum=signum)
 
 
-class NMLab:
+class Lab:
+    """What every lab has: a private directory, a private system bus with a client,
+    the daemons started on it, their logs for a failure report, and a teardown
+    that stops every process by PID. Subclasses build their network in
+    ``start``, say how a daemon is started (``new_daemon``), which other
+    processes to stop after the daemons (``services``), and what to release
+    once the bus is gone (``release``)."""
+
+    prefix = "reach-"
+
+    def __init__(self):
+        self.directory = short_tmpdir(self.prefix)
+        self.bus = PrivateBus(self.directory, "system")
+        self.client: Optional[BusClient] = None
+        self.daemons: list = []
+        self.closed = False
+        _OPEN_LABS.append(self)
+
+    def start_bus(self) -> None:
+        self.bus.start()
+        self.client = self.bus.client()
+
+    def new_daemon(self, log: Path, args: Optional[list]):
+        return Daemon(self.bus.address, log, args=args)
+
+    def daemon(self, start: bool = True, args: Optional[list] = None, name: str = "reachabilityd"):
+        """A reachabilityd serving on the lab's bus (where ``new_daemon`` puts it)."""
+        daemon = self.new_daemon(self.directory / f"{name}-{len(self.daemons)}.log", args)
+        self.daemons.append(daemon)
+        if start:
+            daemon.start(self.client)
+        return daemon
+
+    def recorder(self, path: str = ROOT_PATH) -> SignalRecorder:
+        return SignalRecorder(self.client, path)
+
+    def logs(self) -> list:
+        """``[(title, text)]``: each daemon's log (subclasses add theirs)."""
+        return [(f"reachabilityd log ({d.log.name}, exit status {d.returncode})", tail(d.log, 2000))
+                for d in self.daemons if d.log_text()]
+
+    def services(self) -> list:
+        """Processes to stop after the daemons, in order."""
+        return []
+
+    def release(self) -> None:
+        """What to give back after the bus is stopped (namespaces…)."""
+
+    def close(self) -> None:
+        """Stop every process by PID, release the rest, delete the directory. Idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        with contextlib.suppress(ValueError):
+            _OPEN_LABS.remove(self)
+        errors = []
+        for stoppable in [*self.daemons, *self.services()]:
+            if stoppable is None:
+                continue
+            try:
+                stoppable.stop()
+            except Exception as error:  # pylint: disable=broad-except
+                errors.append(f"{stoppable!r}: {error}")
+        if self.client is not None:
+            self.client.close()
+        self.bus.stop()
+        self.release()
+        if not os.environ.get("REACH_TEST_KEEP"):
+            shutil.rmtree(self.directory, ignore_errors=True)
+        if errors:
+            raise HarnessError("teardown: " + "; ".join(errors))
+
+
+class NMLab(Lab):
     """A private system bus, NetworkManager in one network namespace, an
     upstream host (dnsmasq, conncheck server) in another, a veth pair between.
 
@@ -1267,29 +1340,25 @@ class NMLab:
     NetworkManager (start it later with :meth:`start_nm`). All names, sockets
     and state are private to the instance, so several labs can run at once."""
 
+    prefix = "reach-nm-"
+
     def __init__(self, *, nm_log_level: str = "INFO", conncheck_interval: int = 3):
-        self.directory = short_tmpdir("reach-nm-")
+        super().__init__()
         self.namespaces = Namespaces()
         self.nm_log_level = os.environ.get("REACH_TEST_NM_LOG_LEVEL", nm_log_level)
         self.conncheck_interval = conncheck_interval
-        self.bus = PrivateBus(self.directory, "system")
         self.ns_nm: Optional[str] = None
         self.ns_up: Optional[str] = None
         self.anchor: Optional[Process] = None
         self.dnsmasq: Optional[Dnsmasq] = None
         self.conncheck: Optional[ConncheckServer] = None
         self.nm: Optional[NetworkManager] = None
-        self.client: Optional[BusClient] = None
-        self.daemons: list = []
-        self.closed = False
-        _OPEN_LABS.append(self)
 
     # -- set-up --
 
     def start(self, networkmanager: bool = True) -> "NMLab":
         """Bring everything up; with ``networkmanager`` wait for NetworkManager's State 70."""
-        self.bus.start()
-        self.client = self.bus.client()
+        self.start_bus()
         self._network()
         self._upstream_services()
         self._nm_files()
@@ -1404,26 +1473,15 @@ class NMLab:
 
     # -- the daemon --
 
-    def daemon(self, start: bool = True, args: Optional[list] = None, name: str = "reachabilityd") -> Daemon:
+    def new_daemon(self, log: Path, args: Optional[list]) -> Daemon:
         """A reachabilityd in NetworkManager's namespaces, serving on the lab's bus."""
-        daemon = Daemon(self.bus.address, self.directory / f"{name}-{len(self.daemons)}.log",
-                        enter=self.anchor.pid, args=args)
-        self.daemons.append(daemon)
-        if start:
-            daemon.start(self.client)
-        return daemon
-
-    def recorder(self, path: str = ROOT_PATH) -> SignalRecorder:
-        return SignalRecorder(self.client, path)
+        return Daemon(self.bus.address, log, enter=self.anchor.pid, args=args)
 
     # -- reporting and teardown --
 
     def logs(self) -> list:
         """``[(title, text)]``: each daemon's log, then the tails of the other logs."""
-        result = []
-        for daemon in self.daemons:
-            result.append((f"reachabilityd log ({daemon.log.name}, exit status {daemon.returncode})",
-                           tail(daemon.log, 2000)))
+        result = super().logs()
         if self.nm is not None:
             result.append(("NetworkManager log (tail)", tail(self.nm.log, 150)))
         for title, path in (("dnsmasq log (tail)", self.directory / "dnsmasq.log"),
@@ -1431,74 +1489,21 @@ class NMLab:
             result.append((title, tail(path, 40)))
         return [(title, text) for title, text in result if text]
 
-    def close(self) -> None:
-        """Stop every process by PID, delete the namespaces and the directory. Idempotent."""
-        if self.closed:
-            return
-        self.closed = True
-        with contextlib.suppress(ValueError):
-            _OPEN_LABS.remove(self)
-        errors = []
-        for stoppable in [*self.daemons, self.nm, self.conncheck, self.dnsmasq, self.anchor]:
-            if stoppable is None:
-                continue
-            try:
-                stoppable.stop()
-            except Exception as error:  # pylint: disable=broad-except
-                errors.append(f"{stoppable!r}: {error}")
-        if self.client is not None:
-            self.client.close()
-        self.bus.stop()
+    def services(self) -> list:
+        return [self.nm, self.conncheck, self.dnsmasq, self.anchor]
+
+    def release(self) -> None:
         self.namespaces.close()
-        if not os.environ.get("REACH_TEST_KEEP"):
-            shutil.rmtree(self.directory, ignore_errors=True)
-        if errors:
-            raise HarnessError("teardown: " + "; ".join(errors))
 
 
-class PlainLab:
+class PlainLab(Lab):
     """A private system bus with no NetworkManager on it, and the daemon on it,
     in the machine's network namespace (no root needed). What the daemon
     shows there is the "NetworkManager not running" state."""
 
-    def __init__(self):
-        self.directory = short_tmpdir("reach-bus-")
-        self.bus = PrivateBus(self.directory, "system")
-        self.client: Optional[BusClient] = None
-        self.daemons: list = []
-        self.closed = False
-        _OPEN_LABS.append(self)
+    prefix = "reach-bus-"
 
     def start(self) -> "PlainLab":
-        self.bus.start()
-        self.client = self.bus.client()
+        self.start_bus()
         return self
-
-    def daemon(self, start: bool = True, args: Optional[list] = None, name: str = "reachabilityd") -> Daemon:
-        daemon = Daemon(self.bus.address, self.directory / f"{name}-{len(self.daemons)}.log", args=args)
-        self.daemons.append(daemon)
-        if start:
-            daemon.start(self.client)
-        return daemon
-
-    def recorder(self, path: str = ROOT_PATH) -> SignalRecorder:
-        return SignalRecorder(self.client, path)
-
-    def logs(self) -> list:
-        return [(f"reachabilityd log ({d.log.name}, exit status {d.returncode})", tail(d.log, 2000))
-                for d in self.daemons if d.log_text()]
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        with contextlib.suppress(ValueError):
-            _OPEN_LABS.remove(self)
-        for daemon in self.daemons:
-            daemon.stop()
-        if self.client is not None:
-            self.client.close()
-        self.bus.stop()
-        if not os.environ.get("REACH_TEST_KEEP"):
-            shutil.rmtree(self.directory, ignore_errors=True)
 

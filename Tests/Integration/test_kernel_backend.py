@@ -28,10 +28,10 @@ import contextlib
 import ctypes
 import fcntl
 import os
-import shutil
 import signal
 import struct
 import time
+from pathlib import Path
 from typing import Optional
 
 import pytest
@@ -224,30 +224,26 @@ class NetnsDaemon(harness.Daemon):
         return harness.Namespaces.exec_argv(self.netns) + [str(self.binary)] + self.args
 
 
-class KernelLab:
+class KernelLab(harness.Lab):
     """A private system bus, namespace A (the daemon's) and namespace B
     (upstream) joined by ``kveth0``/``kup0``; A has ``192.0.2.10/24`` and a
     default route via ``192.0.2.1`` (metric 100). No NetworkManager."""
 
+    prefix = "reach-kern-"
+
     def __init__(self):
-        self.directory = harness.short_tmpdir("reach-kern-")
+        super().__init__()
         self.namespaces = harness.Namespaces()
-        self.bus = harness.PrivateBus(self.directory, "system")
-        self.client: Optional[harness.BusClient] = None
         self.ns_a: Optional[str] = None
         self.ns_b: Optional[str] = None
-        self.daemons: list = []
         self.tun_files: list = []
         self.next_index = 10
-        self.closed = False
-        harness._OPEN_LABS.append(self)  # pylint: disable=protected-access  # closed at exit if interrupted
 
     def start(self, carrier: bool = True) -> "KernelLab":
         """Build the network; with ``carrier`` False, kup0 stays down (kveth0 has no carrier) and
         :meth:`set_peer` brings it up later. Returns once the kernel has settled (kveth0's
         operational state is final), so that nothing is left to announce."""
-        self.bus.start()
-        self.client = self.bus.client()
+        self.start_bus()
         self.ns_a = self.namespaces.create("kern")
         self.ns_b = self.namespaces.create("kup")
         # No duplicate address detection: IPv6 link-local addresses are final at once, and
@@ -311,45 +307,23 @@ class KernelLab:
 
     # -- the daemon --
 
-    def daemon(self, args: Optional[list] = None, start: bool = True, name: str = "reachabilityd") -> NetnsDaemon:
-        daemon = NetnsDaemon(self.ns_a, self.bus.address, self.directory / f"{name}-{len(self.daemons)}.log",
-                             args=args)
-        self.daemons.append(daemon)
-        if start:
-            daemon.start(self.client)
-        return daemon
-
-    def recorder(self, path: str = ROOT_PATH) -> harness.SignalRecorder:
-        return harness.SignalRecorder(self.client, path)
+    def new_daemon(self, log: Path, args: Optional[list]) -> NetnsDaemon:
+        return NetnsDaemon(self.ns_a, self.bus.address, log, args=args)
 
     # -- reporting and teardown --
 
     def logs(self) -> list:
-        result = [(f"reachabilityd log ({d.log.name}, exit status {d.returncode})", harness.tail(d.log, 2000))
-                  for d in self.daemons]
+        result = super().logs()
         if self.ns_a is not None:
             for title, args in (("namespace A: ip addr", ("addr",)), ("namespace A: ip route", ("route",))):
                 with contextlib.suppress(Exception):
                     result.append((title, self.ip_a(*args, check=False).stdout))
         return [(title, text) for title, text in result if text]
 
-    def close(self) -> None:
-        """Stop every process by PID, delete the namespaces and the directory. Idempotent."""
-        if self.closed:
-            return
-        self.closed = True
-        with contextlib.suppress(ValueError):
-            harness._OPEN_LABS.remove(self)  # pylint: disable=protected-access
+    def release(self) -> None:
         for fd in list(self.tun_files):
             self.detach_tun(fd)
-        for daemon in self.daemons:
-            daemon.stop()
-        if self.client is not None:
-            self.client.close()
-        self.bus.stop()
         self.namespaces.close()
-        if not os.environ.get("REACH_TEST_KEEP"):
-            shutil.rmtree(self.directory, ignore_errors=True)
 
 
 class Online:  # pylint: disable=too-few-public-methods
