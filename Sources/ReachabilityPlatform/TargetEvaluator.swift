@@ -135,6 +135,12 @@ public final class TargetEvaluator {
 
     // MARK: Paths per interface
 
+    /// After a reload outside a network change (`Refresh`): the paths follow the
+    /// new facts too, while wanted.
+    public func reloaded() {
+        if isPathWanted && hasFacts { evaluatePath() }
+    }
+
     /// Evaluates the `Path` facts from the current facts, asking the kernel for
     /// each link's bound routes, and reports a change through `onPathChanged`.
     private func evaluatePath() {
