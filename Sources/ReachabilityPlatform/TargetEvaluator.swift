@@ -159,10 +159,12 @@ public final class TargetEvaluator {
         if changed { onPathChanged?(state) }
     }
 
-    /// Every link's routes to the first internet destination of each family, for
-    /// packets bound to it (`RTM_F_FIB_MATCH`), in one batch; loopback is not asked.
+    /// Every usable link's routes to the first internet destination of each family,
+    /// for packets bound to it (`RTM_F_FIB_MATCH`), in one batch. Loopback and links
+    /// that cannot carry packets (down, no carrier) are not asked: they are not usable
+    /// whatever their routes.
     private func boundRoutes(_ observer: NetworkObserver) -> [Int32: Engine.BoundRoutes] {
-        let links = facts.links.values.filter { $0.kernelType != .loopback }.map(\.index).sorted()
+        let links = facts.links.values.filter { $0.kernelType != .loopback && $0.isUsable }.map(\.index).sorted()
         let queries = links.flatMap { link in
             Self.internetDestinations.map { (address: $0.addresses[0], interface: link) }
         }
