@@ -9,12 +9,16 @@ DnsConfigured false. Carrier loss is the peer going down. Each change is
 announced by exactly one PropertiesChanged of the Path interface.
 """
 
+import fcntl
 import os
+import struct
 
 import pytest
 
 import harness
-from harness import MANAGER_IFACE, NM_IFNAME, REACHABLE, ROOT_PATH, SERVICE, UPSTREAM_V4, UPSTREAM_V6
+from harness import MANAGER_IFACE, NM_IFNAME, REACHABLE, ROOT_PATH, SERVICE, TRANSIENT_CONNECTION, UPSTREAM_V4, \
+    UPSTREAM_V6
+from test_kernel_backend import IFF_NO_PI, IFF_TUN, TUNSETIFF, fail_or_skip, network_namespace
 
 PATH_PATH = ROOT_PATH + "/path"
 PATH_IFACE = SERVICE + ".Path"
@@ -120,3 +124,32 @@ def test_carrier_lost_and_back(path_online):
     online.lab.set_carrier(True)
     online.lab.wait_nm_state(harness.NM_STATE_CONNECTED_GLOBAL)
     online.wait(connected(online), "connected again", mark)
+
+
+def test_vpn_tun_beside_networkmanager(path_online):
+    """A VPN client's tun device with a default route of a lower metric beside NetworkManager's
+    Ethernet: tun0 first (the kernel's choice for IPv4), a VPN of type other, usable over IPv4
+    without a gateway; nmveth0 after it (IPv6 still leaves there). Flags TransientConnection |
+    Reachable. Removed: the connected path again."""
+    if not os.path.exists("/dev/net/tun"):
+        fail_or_skip("needs /dev/net/tun (the tun module)")
+    online, lab = path_online, path_online.lab
+    mark = online.recorder.mark()
+    tun = None
+    try:
+        lab.ip_nm("tuntap", "add", "dev", "tun0", "mode", "tun")
+        with network_namespace(lab.ns_nm):
+            tun = os.open("/dev/net/tun", os.O_RDWR | os.O_CLOEXEC)
+        fcntl.ioctl(tun, TUNSETIFF, struct.pack("16sH", b"tun0", IFF_TUN | IFF_NO_PI))
+        lab.ip_nm("addr", "add", "203.0.113.2/24", "dev", "tun0")
+        lab.ip_nm("link", "set", "tun0", "up")
+        lab.ip_nm("route", "add", "default", "dev", "tun0", "metric", "20")
+        tun_index = int(lab.ip_nm("-o", "link", "show", "tun0").stdout.split(":", 1)[0])
+        online.wait({"Interfaces": [("tun0", tun_index, "other", True, True, False, []),
+                                    connected(online)["Interfaces"][0]],
+                     "Flags": TRANSIENT_CONNECTION | REACHABLE}, "tun0 first, a VPN", mark)
+        lab.ip_nm("link", "del", "tun0")
+        online.wait(connected(online), "the connected path once tun0 is gone", mark)
+    finally:
+        if tun is not None:
+            os.close(tun)
