@@ -136,7 +136,8 @@ def test_watch_path_release_and_disconnect(kernel_lab):
     it (InterfacesRemoved), and the network changes after that are not evaluated for it. Release of
     an object not held is UnknownTarget; WatchPath counts against no target limit (one per client)."""
     lab = kernel_lab
-    path_lab = PathLab(lab, daemon_args("--backend", "kernel", "--max-targets-per-client", "1"))
+    # --verbose whatever REACH_TEST_QUIET says: the log lines are what this test counts.
+    path_lab = PathLab(lab, ["--system", "--backend", "kernel", "--max-targets-per-client", "1", "--verbose"])
     root = path_lab.root
     root.wait_answer(KERNEL_CONNECTED, "connected at start", mark=AT_START)
     lab.ip_a("addr", "add", "192.0.2.20/24", "dev", UPLINK)
