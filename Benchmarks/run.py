@@ -128,7 +128,7 @@ def main():
     rss = number(r"context switches \(all threads\); RSS ([\d.]+) MiB", p1)
     startup = number(r"exec → name owned: ([\d.]+) ms", p1)
     row(f"P4 wake-ups over {idle} s idle (all threads)", "0", f"{switches}", switches == 0)
-    row("P4 RSS, idle (NetworkManager backend)", "≤ 20 MB", f"{rss:.1f} MiB", rss is not None and rss <= 20 * 1.048576)
+    row("P4 RSS, idle (NetworkManager backend, path object held)", "≤ 20 MB", f"{rss:.1f} MiB", rss is not None and rss <= 20 * 1.048576)
     row("P4 exec → bus name owned", "≤ 150 ms", f"{startup:.1f} ms", startup is not None and startup <= 150)
     k99 = re.findall(r"\) from RTM_NEWLINK.*?p99\s+([\d.]+)", kernel)
     if k99:
