@@ -43,7 +43,8 @@ public final class TargetEvaluator {
     public private(set) var pathState = PathState.none
     /// Called after an evaluation that changed `pathState`.
     public var onPathChanged: ((PathState) -> Void)?
-    /// How many times the paths were evaluated (tests and benchmarks read it from the log).
+    /// How many times the paths were evaluated: an in-process test can check that none
+    /// happens while they are not wanted (the daemon logs each one with `--verbose`).
     public private(set) var pathEvaluations = 0
 
     public init(refreshInterval: UInt32) {
