@@ -36,9 +36,18 @@ each event (from its ``--verbose`` log: "evaluated N targets in X ms"), which
 is the internet target's re-evaluation: the kernel's route lookups for its
 destinations, no dump.
 
-It also counts StatusChanged per edge (must be exactly 1) and reads the
-daemon's RSS before the first flap and after the last (budget: growth
-≤ 1 MiB).
+The benchmark's client holds the path object (``Manager.WatchPath``; skip
+with ``--no-path``) for the whole run, so the daemon also evaluates the Path
+interface after each event. For every link edge it prints the latency from
+the kernel event to the Path ``PropertiesChanged`` carrying the new Flags
+(emitted after StatusChanged, in the same evaluation) and the daemon's own
+path evaluation time (its log: "path evaluated in X ms": the bound route
+lookups for every link and the resolver file).
+
+It also counts StatusChanged and Path PropertiesChanged per edge (each must
+be exactly 1), reads the daemon's RSS before the first flap and after the
+last, with the path object held (budget: growth ≤ 1 MiB), and counts its
+wake-ups over ``--idle`` seconds after the last (budget: none).
 """
 
 import argparse
@@ -57,11 +66,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "Tests" / "Integration"))
 
 import harness  # noqa: E402
-from measure import pct, rss_kb  # noqa: E402
-from harness import MANAGER_IFACE, REACHABLE, ROOT_PATH, TARGET_IFACE  # noqa: E402
+from measure import context_switches, pct, rss_kb  # noqa: E402
+from harness import MANAGER_IFACE, PROPERTIES_IFACE, REACHABLE, ROOT_PATH, TARGET_IFACE  # noqa: E402
 
 UPLINK, UPLINK_PEER = "kveth0", "kup0"
 UPLINK_V4, GATEWAY_V4 = "192.0.2.10", "192.0.2.1"
+PATH_PATH = ROOT_PATH + "/path"
+PATH_IFACE = harness.SERVICE + ".Path"
 RSS_BUDGET_KB = 1024
 
 # Run in namespace A (``ip netns exec``): prints "ready", then "MONOTONIC_NS USABLE" for every
@@ -169,12 +180,12 @@ def row(name, values):
             f"min {min(values):7.3f}   max {max(values):7.3f}")
 
 
-def evaluation_times(log, offset):
+def evaluation_times(log, offset, pattern=r"evaluated \d+ targets in ([\d.]+) ms"):
     """The daemon's own evaluation times (ms) logged from byte ``offset`` of its log on."""
     with open(log, "rb") as f:
         f.seek(offset)
         text = f.read().decode(errors="replace")
-    return [float(ms) for ms in re.findall(r"evaluated \d+ targets in ([\d.]+) ms", text)]
+    return [float(ms) for ms in re.findall(pattern, text)]
 
 
 def main():
@@ -184,6 +195,10 @@ def main():
                         help="route and rule down/up cycles each (default: a fifth of --flaps)")
     parser.add_argument("--events", default="route,rule",
                         help="which of route,rule to flap after the links (default both)")
+    parser.add_argument("--no-path", dest="path", action="store_false",
+                        help="do not hold the path object (Manager.WatchPath)")
+    parser.add_argument("--idle", type=float, default=10,
+                        help="seconds of idle after the flaps, wake-ups counted (default 10)")
     options = parser.parse_args()
     route_flaps = options.route_flaps if options.route_flaps is not None else max(1, options.flaps // 5)
     binary = Path(os.environ.get("REACHABILITYD") or REPO / ".build" / "release" / "reachabilityd").resolve()
@@ -216,6 +231,13 @@ def main():
         statuses = []  # (monotonic time, (status, flags))
         client.conn.signal_subscribe(None, TARGET_IFACE, "StatusChanged", ROOT_PATH, None, 0,
                                      lambda *a: statuses.append((time.monotonic(), tuple(a[5].unpack()))))
+        paths = []  # (monotonic time, Flags or None) of each Path PropertiesChanged
+
+        def path_changed(*args):
+            interface, changed, _invalidated = args[5].unpack()
+            if interface == PATH_IFACE:
+                paths.append((time.monotonic(), changed.get("Flags")))
+        client.conn.signal_subscribe(None, PROPERTIES_IFACE, "PropertiesChanged", PATH_PATH, None, 0, path_changed)
         recorder = harness.SignalRecorder(client)
         daemon = NetnsDaemon(ns_a, bus.address, directory / "reachabilityd.log",
                              args=["--system", "--backend", "kernel", "--verbose"], binary=binary)
@@ -237,11 +259,18 @@ def main():
         recorder.wait_answer({"Flags": REACHABLE, "Status": 2, "Interface": UPLINK}, "the connected answer",
                              mark=harness.Mark(0, {"Status": harness.STATUS_UNKNOWN, "Flags": 0}))
         recorder.close()
+        if options.path:
+            client.call(harness.SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchPath")
+            client.call(harness.SERVICE, ROOT_PATH, harness.PEER_IFACE, "Ping")
+            harness.pump()
+        path_log_start = daemon.log.stat().st_size
         rss_before = rss_kb(daemon.pid)
 
         edges = {False: ("down", (0, 0)), True: ("up", (2, REACHABLE))}
         from_command = {False: [], True: []}
         from_kernel = {False: [], True: []}
+        path_from_kernel = {False: [], True: []}
+        path_windows = []  # per link edge: the index of the first Path change after its command
         missing_kernel = 0
         started = time.monotonic()
         windows = []  # per edge: the index of the first StatusChanged that came after its command
@@ -249,6 +278,7 @@ def main():
             for up in (False, True):
                 word, expected = edges[up]
                 first = len(statuses)
+                first_path = len(paths)
                 sent = time.monotonic()
                 command(f"link set {UPLINK_PEER} {word}")
                 found = harness.wait_until(
@@ -258,13 +288,28 @@ def main():
                             f"  daemon log:\n{harness.tail(daemon.log, 20)}")
                 windows.append(first)
                 from_command[up].append((found - sent) * 1000)
+                found_path = None
+                if options.path:
+                    path_windows.append(first_path)
+                    found_path = harness.wait_until(
+                        lambda: next((t for t, f in paths[first_path:] if f == expected[1]), None), 10,
+                        f"flap {flap + 1} {word}: Path Flags {expected[1]}",
+                        lambda: f"  Path changes since: {paths[first_path:]}\n"
+                                f"  daemon log:\n{harness.tail(daemon.log, 20)}")
                 kernel = link_events.first_after(sent, up)
                 if kernel is None or kernel > found:
                     missing_kernel += 1  # none, or stamped after our signal arrived: the stamper ran late
                 else:
                     from_kernel[up].append((found - kernel) * 1000)
+                    if found_path is not None:
+                        path_from_kernel[up].append((found_path - kernel) * 1000)
         elapsed = time.monotonic() - started
         carrier_evaluations = evaluation_times(daemon.log, 0)
+        path_evaluations = evaluation_times(daemon.log, path_log_start, r"path evaluated in ([\d.]+) ms")
+        client.call(harness.SERVICE, ROOT_PATH, harness.PEER_IFACE, "Ping")
+        harness.pump()
+        path_windows.append(len(paths))
+        path_per_edge = [path_windows[i + 1] - path_windows[i] for i in range(len(path_windows) - 1)]
 
         # Route and rule events, sent to namespace A.
         with open(directory / "ip-batch-a.log", "w") as errors:
@@ -312,6 +357,9 @@ def main():
         per_edge = [windows[i + 1] - windows[i] for i in range(len(windows) - 1)]
         rss_after = rss_kb(daemon.pid)
         growth = rss_after - rss_before
+        idle_before = context_switches(daemon.pid)
+        time.sleep(options.idle)
+        idle_switches = context_switches(daemon.pid) - idle_before
 
         print(f"machine: {os.cpu_count()} cores, {os.uname().release}; daemon {binary}")
         print(f"{options.flaps} flaps ({2 * options.flaps} edges) in {elapsed:.1f} s; latency to our root "
@@ -326,6 +374,15 @@ def main():
                   f"after our signal arrived; {link_events.overruns} netlink overruns)")
         if carrier_evaluations:
             print(row("daemon's evaluation after a link event", carrier_evaluations))
+        if options.path:
+            print("latency to the Path PropertiesChanged carrying the new Flags, ms:")
+            for up in (False, True):
+                word, expected = edges[up]
+                if path_from_kernel[up]:
+                    print(row(f"{word:<4} Path from RTM_NEWLINK", path_from_kernel[up]))
+            if path_evaluations:
+                print(row("daemon's path evaluation", path_evaluations))
+            print(f"  Path PropertiesChanged per link edge: min {min(path_per_edge)}, max {max(path_per_edge)}")
         for name, (down_command, up_command) in phases.items():
             print(f"{route_flaps} {name} flaps ({down_command!r} / {up_command!r}); latency to our root "
                   "StatusChanged, ms:")
@@ -340,7 +397,11 @@ def main():
         verdict = "ok" if growth <= RSS_BUDGET_KB else "OVER BUDGET"
         print(f"RSS: {rss_before / 1024:.2f} MiB before, {rss_after / 1024:.2f} MiB after; growth "
               f"{growth} KiB (budget {RSS_BUDGET_KB} KiB: {verdict})")
-        failed = exact != len(per_edge) or growth > RSS_BUDGET_KB or not daemon.running
+        path_exact = all(n == 1 for n in path_per_edge)
+        held = " with the path object held" if options.path else ""
+        print(f"idle over {options.idle:.0f} s after the flaps{held}: {idle_switches} context switches "
+              f"(all threads); RSS {rss_after / 1024:.2f} MiB")
+        failed = exact != len(per_edge) or growth > RSS_BUDGET_KB or not daemon.running or not path_exact
         return 1 if failed else 0
     finally:
         if batch_a is not None:

@@ -38,11 +38,18 @@ public struct RouteFact: Sendable, Hashable {
     public var kind: Kind
     public var hasGateway: Bool
     public var interfaceIndex: Int32
+    /// The next hop's address literal (`RTA_GATEWAY`, `RTA_VIA`, or the first
+    /// next hop of a multipath route); `nil` for an on-link route.
+    public var gateway: String?
+    /// The route's metric (`RTA_PRIORITY`; 0 when the kernel gives none).
+    public var metric: UInt32
 
-    public init(kind: Kind, hasGateway: Bool, interfaceIndex: Int32) {
+    public init(kind: Kind, hasGateway: Bool, interfaceIndex: Int32, gateway: String? = nil, metric: UInt32 = 0) {
         self.kind = kind
         self.hasGateway = hasGateway
         self.interfaceIndex = interfaceIndex
+        self.gateway = gateway
+        self.metric = metric
     }
 }
 
@@ -99,19 +106,22 @@ public struct DeviceFact: Sendable, Hashable {
     public var isVPN: Bool
     /// NetworkManager's `yes` or `guess-yes`.
     public var isMetered: Bool
+    /// NetworkManager's `yes` only: the connection's own setting, not a guess.
+    public var isMeteredByUser: Bool
     public var connectivityIPv4: Connectivity
     public var connectivityIPv6: Connectivity
 
     public init(
         interface: String, type: InterfaceType, activity: Activity, isVPN: Bool = false,
-        isMetered: Bool = false, connectivityIPv4: Connectivity = .unknown,
+        isMetered: Bool = false, isMeteredByUser: Bool = false, connectivityIPv4: Connectivity = .unknown,
         connectivityIPv6: Connectivity = .unknown
     ) {
         self.interface = interface
         self.type = type
         self.activity = activity
         self.isVPN = isVPN
-        self.isMetered = isMetered
+        self.isMetered = isMetered || isMeteredByUser
+        self.isMeteredByUser = isMeteredByUser
         self.connectivityIPv4 = connectivityIPv4
         self.connectivityIPv6 = connectivityIPv6
     }
@@ -139,11 +149,14 @@ public struct NetworkFacts: Sendable, Hashable {
     /// with `RTA_OIF`), `nil` where that link has none. A tunnel needs one of
     /// them (`Engine.hasUnderlay`). `nil`: not asked, and no tunnel is judged by it.
     public var underlayRoutes: [RouteFact?]?
+    /// NetworkManager's DNS configuration has a name server; `nil` when it was
+    /// not read (no NetworkManager: the resolver's configuration file tells).
+    public var dnsConfigured: Bool?
 
     public init(
         backend: BackendKind, connectivity: Connectivity = .unknown, devices: [String: DeviceFact] = [:],
         links: [Int32: LinkFact] = [:], internetRoutes: [AddressFamily: [RouteFact?]] = [:],
-        underlayRoutes: [RouteFact?]? = nil
+        underlayRoutes: [RouteFact?]? = nil, dnsConfigured: Bool? = nil
     ) {
         self.backend = backend
         self.connectivity = connectivity
@@ -151,6 +164,7 @@ public struct NetworkFacts: Sendable, Hashable {
         self.links = links
         self.internetRoutes = internetRoutes
         self.underlayRoutes = underlayRoutes
+        self.dnsConfigured = dnsConfigured
     }
 
     /// Nothing is known yet: no backend.

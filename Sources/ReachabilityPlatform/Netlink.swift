@@ -187,20 +187,48 @@ public final class Netlink {
         default: return nil
         }
         var oif = int32(attrs[UInt16(RTA_OIF.rawValue)]) ?? 0
-        var gateway = attrs[UInt16(RTA_GATEWAY.rawValue)] != nil || attrs[UInt16(RTA_VIA.rawValue)] != nil
+        var gateway = nextHop(attrs)
+        var hasGateway = gateway != nil || attrs[UInt16(RTA_GATEWAY.rawValue)] != nil
+            || attrs[UInt16(RTA_VIA.rawValue)] != nil
         if let multipath = attrs[UInt16(RTA_MULTIPATH.rawValue)], multipath.count >= 8 {
             // The first next hop: struct rtnexthop { u16 len; u8 flags; u8 hops; i32 ifindex; } + attributes.
             let length = Int(multipath[0]) | Int(multipath[1]) << 8
             oif = int32(Array(multipath[4..<8])) ?? oif
             if length > 8 && length <= multipath.count {
                 let hop = attributes(Array(multipath[0..<length]), from: 8)
-                gateway = gateway || hop[UInt16(RTA_GATEWAY.rawValue)] != nil || hop[UInt16(RTA_VIA.rawValue)] != nil
+                gateway = gateway ?? nextHop(hop)
+                hasGateway = hasGateway || hop[UInt16(RTA_GATEWAY.rawValue)] != nil
+                    || hop[UInt16(RTA_VIA.rawValue)] != nil
             }
         }
         let table = attrs[UInt16(RTA_TABLE.rawValue)].flatMap(int32).map { UInt32(bitPattern: $0) }
             ?? UInt32(msg.rtm_table)
         let metric = attrs[UInt16(RTA_PRIORITY.rawValue)].flatMap(int32).map { UInt32(bitPattern: $0) } ?? 0
-        return (RouteFact(kind: kind, hasGateway: gateway, interfaceIndex: oif), msg.rtm_dst_len, table, metric)
+        let route = RouteFact(kind: kind, hasGateway: hasGateway, interfaceIndex: oif, gateway: gateway, metric: metric)
+        return (route, msg.rtm_dst_len, table, metric)
+    }
+
+    /// The next hop's address literal: `RTA_GATEWAY` (an address of the route's
+    /// family), or `RTA_VIA` (`struct rtvia { u16 family; u8 addr[]; }`, an IPv6
+    /// next hop of an IPv4 route).
+    static func nextHop(_ attrs: [UInt16: [UInt8]]) -> String? {
+        if let gateway = attrs[UInt16(RTA_GATEWAY.rawValue)] { return addressText(gateway) }
+        if let via = attrs[UInt16(RTA_VIA.rawValue)], via.count > 2 { return addressText(Array(via[2...])) }
+        return nil
+    }
+
+    /// An IPv4 (4 bytes) or IPv6 (16 bytes) address as text (`inet_ntop`).
+    static func addressText(_ bytes: [UInt8]) -> String? {
+        let family: Int32
+        switch bytes.count {
+        case 4: family = AF_INET
+        case 16: family = AF_INET6
+        default: return nil
+        }
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        let ok = bytes.withUnsafeBytes { inet_ntop(family, $0.baseAddress, &buffer, socklen_t(buffer.count)) != nil }
+        guard ok else { return nil }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 
@@ -358,7 +386,8 @@ public struct NetlinkError: Error, CustomStringConvertible {
 
 /// `/sys/class/net/IF/…` reads for the interface type.
 enum Sysfs {
-    static func read(_ path: String) -> String? { Syscall.readFile(path, limit: 4096) }
+    /// A file's text (a file of `/sys` or `/proc`, or with `limit`, up to that many bytes).
+    static func read(_ path: String, limit: Int? = nil) -> String? { Syscall.readFile(path, limit: limit ?? 4096) }
 
     static func isSafeName(_ name: String) -> Bool {
         !name.isEmpty && name != "." && name != ".." && !name.contains("/")

@@ -135,10 +135,21 @@ public final class NetworkManagerBackend {
                 activity: Self.activity(state.rawValue),
                 isVPN: isVPN,
                 isMetered: metered == NM_METERED_YES || metered == NM_METERED_GUESS_YES,
+                isMeteredByUser: metered == NM_METERED_YES,
                 connectivityIPv4: Self.connectivity(nm_device_get_connectivity(device, Int32(AF_INET))),
                 connectivityIPv6: Self.connectivity(nm_device_get_connectivity(device, Int32(AF_INET6))))
         }
         return (Self.connectivity(nm_client_get_connectivity(client)), devices)
+    }
+
+    /// NetworkManager's DNS configuration (`nm_client_get_dns_configuration`) has
+    /// an entry with a name server; `nil` while NetworkManager is not running.
+    public var dnsConfigured: Bool? {
+        guard let client, isRunning else { return nil }
+        return Self.objects(nm_client_get_dns_configuration(client)).contains { entry in
+            guard let servers = nm_dns_entry_get_nameservers(OpaquePointer(entry)) else { return false }
+            return servers[0] != nil
+        }
     }
 
     // MARK: Mapping NetworkManager's enums

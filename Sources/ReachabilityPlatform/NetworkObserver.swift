@@ -78,6 +78,18 @@ public final class NetworkObserver {
 }
 
 extension NetworkObserver {
+    /// Name resolution is configured: NetworkManager's DNS configuration has a name
+    /// server while it is used and running; otherwise the system's resolver file
+    /// names one. Read when asked (after a change), never watched.
+    public func dnsConfigured() -> Bool {
+        if mode != .kernel, let configured = networkManager?.dnsConfigured { return configured }
+        guard let text = Sysfs.read(Self.resolverConfigurationPath, limit: 65536) else { return false }
+        return Engine.hasNameServer(resolverConfiguration: text)
+    }
+
+    /// The resolver configuration file of glibc and musl.
+    static let resolverConfigurationPath = "/etc/resolv.conf"
+
     /// The kernel's routes to `addresses` (`nil`: no route, or netlink failed, which is logged).
     public func routes(to addresses: [IPAddress]) -> [RouteFact?] {
         do {

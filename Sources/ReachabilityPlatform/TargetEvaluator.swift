@@ -26,12 +26,26 @@ public final class TargetEvaluator {
     public var onEvaluated: (() -> Void)?
 
     /// Whether anybody wants the per-interface paths (the `Path` interface): they are
-    /// evaluated after each change only while this is set.
-    public var isPathWanted = false
+    /// evaluated after each change only while this is set, and at once when it is
+    /// set (once the facts were read), so `pathState` is current when it returns.
+    /// Cleared, nothing is asked of the kernel for them and `pathState` is `.none`.
+    public var isPathWanted = false {
+        didSet {
+            guard isPathWanted != oldValue else { return }
+            if isPathWanted {
+                if hasFacts { evaluatePath() }
+            } else {
+                pathState = .none
+            }
+        }
+    }
     /// The per-interface paths, as of the last evaluation while `isPathWanted` was set.
     public private(set) var pathState = PathState.none
     /// Called after an evaluation that changed `pathState`.
     public var onPathChanged: ((PathState) -> Void)?
+    /// How many times the paths were evaluated: an in-process test can check that none
+    /// happens while they are not wanted (the daemon logs each one with `--verbose`).
+    public private(set) var pathEvaluations = 0
 
     public init(refreshInterval: UInt32) {
         self.refreshInterval = refreshInterval
@@ -114,9 +128,57 @@ public final class TargetEvaluator {
         let announced = MonotonicClock.microseconds()
         Log.debug("evaluated \(targets.count) targets in \(Double(evaluated - start) / 1000) ms; "
                   + "announced \(changed) changes in \(Double(announced - evaluated) / 1000) ms")
+        if isPathWanted { evaluatePath() }
         // Announced first; then the names are looked up again.
         for target in targets where target.kind == .host { resolve(target) }
         onEvaluated?()
+    }
+
+    // MARK: Paths per interface
+
+    /// After a reload outside a network change (`Refresh`): the paths follow the
+    /// new facts too, while wanted.
+    public func reloaded() {
+        if isPathWanted && hasFacts { evaluatePath() }
+    }
+
+    /// Evaluates the `Path` facts from the current facts, asking the kernel for
+    /// each link's bound routes, and reports a change through `onPathChanged`.
+    private func evaluatePath() {
+        let start = MonotonicClock.microseconds()
+        let state: PathState
+        if let observer, facts.backend != .none {
+            state = Engine.evaluatePaths(facts, bound: boundRoutes(observer), dnsConfigured: observer.dnsConfigured())
+        } else {
+            state = .none
+        }
+        pathEvaluations += 1
+        let changed = state != pathState
+        pathState = state
+        Log.debug("path evaluated in \(Double(MonotonicClock.microseconds() - start) / 1000) ms"
+                  + (changed ? "; changed" : "; unchanged"))
+        if changed { onPathChanged?(state) }
+    }
+
+    /// Every usable link's routes to the first internet destination of each family,
+    /// for packets bound to it (`RTM_F_FIB_MATCH`), in one batch. Loopback and links
+    /// that cannot carry packets (down, no carrier) are not asked: they are not usable
+    /// whatever their routes.
+    private func boundRoutes(_ observer: NetworkObserver) -> [Int32: Engine.BoundRoutes] {
+        let links = facts.links.values.filter { $0.kernelType != .loopback && $0.isUsable }.map(\.index).sorted()
+        let queries = links.flatMap { link in
+            Self.internetDestinations.map { (address: $0.addresses[0], interface: link) }
+        }
+        guard !queries.isEmpty else { return [:] }
+        var result: [Int32: Engine.BoundRoutes] = [:]
+        for (query, route) in zip(queries, observer.routes(bound: queries)) {
+            if query.address.family == .ipv4 {
+                result[query.interface, default: .init()].ipv4 = route
+            } else {
+                result[query.interface, default: .init()].ipv6 = route
+            }
+        }
+        return result
     }
 
     private func route(_ address: IPAddress) -> RouteFact? {

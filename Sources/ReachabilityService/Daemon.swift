@@ -34,6 +34,7 @@ public final class Daemon {
     private let connection: BusConnection
     private let manager: ManagerObject
     private let registry: TargetRegistry
+    private let paths: PathRegistry
     private let evaluator: Evaluator
     private let internet = TargetObject(kind: .internet, name: "")
     private var signalSources: [SourceHandle] = []
@@ -51,7 +52,8 @@ public final class Daemon {
         evaluator = Evaluator(refreshInterval: options.refreshInterval)
         registry = TargetRegistry(connection: connection, perClientLimit: options.maximumTargetsPerClient,
                                   globalLimit: options.maximumTargets)
-        manager = ManagerObject(registry: registry, evaluator: evaluator)
+        paths = PathRegistry(connection: connection, engine: evaluator.engine)
+        manager = ManagerObject(registry: registry, paths: paths, evaluator: evaluator)
         // Objects first, so that whoever sees the name appear finds them.
         let root = connection.export(at: Names.rootPath, interfaces: [
             ManagerObject.interface.bound(to: manager),
@@ -89,7 +91,9 @@ public final class Daemon {
         }
         // A client that leaves the bus releases everything it held.
         connection.watchNameOwners { [unowned self] name, _, newOwner in
-            if newOwner.isEmpty && name.hasPrefix(":") { self.registry.releaseAll(client: name) }
+            guard newOwner.isEmpty && name.hasPrefix(":") else { return }
+            self.registry.releaseAll(client: name)
+            self.paths.releaseAll(client: name)
         }
         let engine = evaluator.engine
         // Evaluated before it is exported: its first announcement is its real state (Status -1

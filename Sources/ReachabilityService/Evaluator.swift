@@ -19,6 +19,7 @@ final class Evaluator: TargetRefreshing {
     func refresh(_ target: TargetObject, call: MethodCall) -> [DBusValue]? {
         engine.reload(everything: true)
         target.update(engine.state(of: target))
+        engine.reloaded()
         guard target.kind == .host else { return target.refreshReply }
         target.waitingCalls.append(call)
         engine.resolve(target)

@@ -12,10 +12,12 @@ public final class ManagerObject {
     /// connection holds the exported object while it is on the bus.
     weak var exported: ExportedObject?
     let registry: TargetRegistry
+    let paths: PathRegistry
     let evaluator: Evaluator
 
-    init(registry: TargetRegistry, evaluator: Evaluator) {
+    init(registry: TargetRegistry, paths: PathRegistry, evaluator: Evaluator) {
         self.registry = registry
+        self.paths = paths
         self.evaluator = evaluator
     }
 
@@ -31,8 +33,16 @@ public final class ManagerObject {
                 let input = try TargetInput.validAddress(try call.string(0))
                 return [.objectPath(try manager.registry.watch(input, client: call.sender))]
             },
+            Method(Contract.Manager.watchPath) { manager, call in
+                [.objectPath(manager.paths.watch(client: call.sender))]
+            },
             Method(Contract.Manager.release) { manager, call throws(BusError) in
-                try manager.registry.release(try call.objectPath(0), client: call.sender)
+                let path = try call.objectPath(0)
+                if path == Names.pathPath {
+                    try manager.paths.release(client: call.sender)
+                } else {
+                    try manager.registry.release(path, client: call.sender)
+                }
                 return []
             },
             Method(Contract.Manager.query) { manager, call throws(BusError) in

@@ -7,6 +7,8 @@ public enum Names {
     public static let rootPath = ObjectPath(rawValue: ServiceNames.rootPath)!
     public static let managerInterface = ServiceNames.managerInterface
     public static let targetInterface = ServiceNames.targetInterface
+    public static let pathInterface = ServiceNames.pathInterface
+    public static let pathPath = ObjectPath(rawValue: ServiceNames.pathPath)!
     public static let version = ServiceNames.version
 
     /// The interface definitions served as introspection data (from `dbus/`).

@@ -629,6 +629,7 @@ class Event:
         self.time = time.monotonic()
         self.member = member
         self.signal_interface = interface
+        self.args = args
         self.kind = "other"
         self.interface = interface
         self.changed: dict = {}

@@ -1,4 +1,4 @@
-"""The daemon's D-Bus surface on the root object, as busctl and gdbus see it.
+"""The daemon's D-Bus surface on the root object and the path object, as busctl and gdbus see it.
 
 The daemon runs on a private system bus with no NetworkManager on it, which
 is also the "NetworkManager not running" state: Backend "none", Status -1
@@ -16,6 +16,10 @@ from harness import (INTROSPECTABLE_IFACE, MANAGER_IFACE, OBJECT_MANAGER_IFACE, 
                      ROOT_PATH, SERVICE, TARGET_IFACE)
 
 CONTRACT = harness.contract_members()
+PATH_IFACE = SERVICE + ".Path"
+PATH_PATH = ROOT_PATH + "/path"
+# Which contract interfaces each object implements (the path object while a client holds it).
+OBJECT_INTERFACES = {ROOT_PATH: (MANAGER_IFACE, TARGET_IFACE), PATH_PATH: (PATH_IFACE,)}
 
 # The standard interfaces every object of the daemon implements (the root
 # object adds ObjectManager), with the members the D-Bus specification gives them.
@@ -129,32 +133,43 @@ def parse_gdbus(text):
     return interfaces
 
 
-def expected_interfaces():
-    """Contract interfaces plus the standard ones, as ``{iface: {"methods", "signals", "properties"}}``."""
-    expected = {name: members for name, members in CONTRACT.items()}
+def expected_interfaces(path=ROOT_PATH):
+    """The object's contract interfaces plus the standard ones (ObjectManager on the root only),
+    as ``{iface: {"methods", "signals", "properties"}}``."""
+    expected = {name: CONTRACT[name] for name in OBJECT_INTERFACES[path]}
     for name, members in STANDARD.items():
-        expected[name] = {"methods": members["methods"], "signals": members["signals"], "properties": {}}
+        if name != OBJECT_MANAGER_IFACE or path == ROOT_PATH:
+            expected[name] = {"methods": members["methods"], "signals": members["signals"], "properties": {}}
     return expected
+
+
+@pytest.fixture(params=[ROOT_PATH, PATH_PATH], ids=["root", "path"])
+def introspected(request, plain_lab, daemon):  # pylint: disable=unused-argument
+    """An object to introspect; the path object held by a client for the test's duration."""
+    if request.param == PATH_PATH:
+        holder = plain_lab.client
+        assert holder.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchPath") == (PATH_PATH,)
+    return request.param
 
 
 def test_contract_declares_the_root_interfaces():
     """The XML the tests read is the contract the root object serves (a sanity check of the test input)."""
-    assert MANAGER_IFACE in CONTRACT and TARGET_IFACE in CONTRACT, sorted(CONTRACT)
+    assert set(CONTRACT) == {iface for ifaces in OBJECT_INTERFACES.values() for iface in ifaces}, sorted(CONTRACT)
     assert "Refresh" in CONTRACT[TARGET_IFACE]["methods"]
     assert "StatusChanged" in CONTRACT[TARGET_IFACE]["signals"]
     assert {"Flags", "Status", "Backend"} <= set(CONTRACT[TARGET_IFACE]["properties"]) | set(
         CONTRACT[MANAGER_IFACE]["properties"])
 
 
-def test_busctl_introspect_shows_every_member(plain_lab, daemon):  # pylint: disable=unused-argument
+def test_busctl_introspect_shows_every_member(plain_lab, introspected):
     """``busctl introspect``: every interface, method, signal and property of
     the contract (with its signature and change flag) and the standard
     interfaces."""
     text = run_tool([harness.need_tool("busctl"), f"--address={plain_lab.bus.address}", "--no-pager",
-                     "introspect", SERVICE, ROOT_PATH])
+                     "introspect", SERVICE, introspected])
     shown = parse_busctl(text)
-    problems = []
-    for iface, members in expected_interfaces().items():
+    problems = [f"{iface} shown, not expected" for iface in set(shown) - set(expected_interfaces(introspected))]
+    for iface, members in expected_interfaces(introspected).items():
         if iface not in shown:
             problems.append(f"interface {iface} missing")
             continue
@@ -180,13 +195,13 @@ def test_busctl_introspect_shows_every_member(plain_lab, daemon):  # pylint: dis
     assert not problems, "\n".join(problems) + "\n\nbusctl output:\n" + text
 
 
-def test_gdbus_introspect_shows_every_member(plain_lab, daemon):  # pylint: disable=unused-argument
+def test_gdbus_introspect_shows_every_member(plain_lab, introspected):
     """``gdbus introspect``: the same, with argument directions, property types and read-only access."""
     text = run_tool([harness.need_tool("gdbus"), "introspect", "--address", plain_lab.bus.address,
-                     "--dest", SERVICE, "--object-path", ROOT_PATH])
+                     "--dest", SERVICE, "--object-path", introspected])
     shown = parse_gdbus(text)
-    problems = []
-    for iface, members in expected_interfaces().items():
+    problems = [f"{iface} shown, not expected" for iface in set(shown) - set(expected_interfaces(introspected))]
+    for iface, members in expected_interfaces(introspected).items():
         got_iface = shown.get(iface)
         if got_iface is None:
             problems.append(f"interface {iface} missing")
@@ -209,8 +224,9 @@ def test_gdbus_introspect_shows_every_member(plain_lab, daemon):  # pylint: disa
 
 def test_properties_have_the_contract_types(client):
     """GetAll of each interface returns exactly the contract's properties, each with its D-Bus type."""
-    for iface in (MANAGER_IFACE, TARGET_IFACE):
-        typed = client.get_all_typed(SERVICE, ROOT_PATH, iface)
+    assert client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchPath") == (PATH_PATH,)
+    for path, iface in ((ROOT_PATH, MANAGER_IFACE), (ROOT_PATH, TARGET_IFACE), (PATH_PATH, PATH_IFACE)):
+        typed = client.get_all_typed(SERVICE, path, iface)
         want = {name: ptype for name, (ptype, _, _) in CONTRACT[iface]["properties"].items()}
         got = {name: ptype for name, (ptype, _) in typed.items()}
         assert got == want, f"{iface}: GetAll types {got}, the contract says {want}"

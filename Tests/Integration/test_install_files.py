@@ -50,6 +50,7 @@ from harness import contract_members
 REPO = Path(__file__).resolve().parents[2]
 SERVICE, ROOT_PATH = harness.SERVICE, harness.ROOT_PATH
 MANAGER, TARGET = harness.MANAGER_IFACE, harness.TARGET_IFACE
+PATH = harness.INTERFACES["Path"]
 SERVICE_USER = "reachabilityd"
 
 POLICY = REPO / "dbus" / f"{SERVICE}.conf"
@@ -62,6 +63,7 @@ SYSUSERS = REPO / "data" / "reachabilityd.sysusers.conf"
 ALLOWED_INTERFACES = {
     MANAGER,
     TARGET,
+    PATH,
     "org.freedesktop.DBus.Properties",
     "org.freedesktop.DBus.Introspectable",
     "org.freedesktop.DBus.Peer",
@@ -74,6 +76,8 @@ MAXIMUM_EXPOSURE = 2.0
 # The address target the policy tests watch, and its object (sd_bus_path_encode).
 LOOPBACK = "127.0.0.1"
 LOOPBACK_PATH = ROOT_PATH + "/address/_3127_2e0_2e0_2e1"
+# The object with the Path interface while a client holds it (Manager.WatchPath).
+PATH_PATH = ROOT_PATH + "/path"
 
 CI = bool(os.environ.get("CI"))
 PYTHON = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
@@ -1046,28 +1050,32 @@ CONTRACT_ARGUMENTS = {"": [], "s": [LOOPBACK], "o": [LOOPBACK_PATH]}
 @pytest.mark.parametrize("service", ["reachabilityd"], indirect=True)
 def test_unprivileged_user_reaches_every_member_of_the_contract_and_nothing_else(bus, service):  # noqa: W0621
     """Derived from the XML, so that a member added there is covered here: under the shipped
-    policy, nobody calls every method and reads every property of both interfaces; a member
+    policy, nobody calls every method and reads every property of every interface (the Path
+    interface's on the object WatchPath gives, which the Manager's methods created); a member
     that is not in the XML, on an interface the policy opens, gets the service's UnknownMethod
     (or UnknownProperty) — the policy lets the call through, the service refuses it."""
     contract = contract_members(CONTRACT)
     operations = [call(MANAGER, "WatchAddress", "(s)", [LOOPBACK])]  # Release below needs it held
     expected = []
-    for interface in (MANAGER, TARGET):
+    assert set(contract) == {MANAGER, TARGET, PATH}, "a new interface: say on which object it is tested"
+    for interface in (MANAGER, TARGET, PATH):
+        path = PATH_PATH if interface == PATH else ROOT_PATH
         for method, (ins, _outs) in sorted(contract[interface]["methods"].items()):
-            operations.append(call(interface, method, f"({ins})" if ins else "", CONTRACT_ARGUMENTS[ins]))
+            operations.append(call(interface, method, f"({ins})" if ins else "", CONTRACT_ARGUMENTS[ins], path))
             expected.append(f"{interface}.{method}")
         for prop in sorted(contract[interface]["properties"]):
-            operations.append(call("org.freedesktop.DBus.Properties", "Get", "(ss)", [interface, prop]))
+            operations.append(call("org.freedesktop.DBus.Properties", "Get", "(ss)", [interface, prop], path))
             expected.append(f"{interface}.{prop} (property)")
-    strangers = [(MANAGER, "Shutdown"), (TARGET, "SetFlags"), ("org.freedesktop.DBus.Peer", "Reboot")]
-    for interface, method in strangers:
-        operations.append(call(interface, method))
+    strangers = [(MANAGER, "Shutdown", ROOT_PATH), (TARGET, "SetFlags", ROOT_PATH), (PATH, "SetFlags", PATH_PATH),
+                 ("org.freedesktop.DBus.Peer", "Reboot", ROOT_PATH)]
+    for interface, method, path in strangers:
+        operations.append(call(interface, method, path=path))
     operations.append(call("org.freedesktop.DBus.Properties", "Get", "(ss)", [TARGET, "Secret"]))
     results = bus.run_as("nobody", operations)
     assert "ok" in results[0], results[0]
     for what, result in zip(expected, results[1:]):
         assert "ok" in result, f"nobody could not use {what}: {result}"
     refused = results[1 + len(expected):]
-    for (interface, method), result in zip(strangers, refused):
+    for (interface, method, _path), result in zip(strangers, refused):
         assert result.get("error") == "org.freedesktop.DBus.Error.UnknownMethod", f"{interface}.{method}: {result}"
     assert refused[-1].get("error") == "org.freedesktop.DBus.Error.UnknownProperty", refused[-1]

@@ -97,13 +97,15 @@ def test_every_member_of_every_interface_on_every_object_answers(nm_lab):
     holder = lab.client
     host = holder.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchHost", "s", ("localhost",))[0]
     address = holder.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchAddress", "s", ("127.0.0.1",))[0]
-    objects = {"root": ROOT_PATH, "host": host, "address": address, "none": ROOT_PATH + "/host/nosuch"}
+    paths = holder.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchPath")[0]
+    objects = {"root": ROOT_PATH, "host": host, "address": address, "path": paths,
+               "none": ROOT_PATH + "/host/nosuch"}
     surface = {}
-    for path in (ROOT_PATH, host, address):
+    for path in (ROOT_PATH, host, address, paths):
         for interface, methods in introspected(holder, path).items():
             surface.setdefault(interface, {}).update(methods)
-    assert set(surface) >= {MANAGER_IFACE, TARGET_IFACE, PROPERTIES_IFACE, PEER_IFACE, OBJECT_MANAGER_IFACE,
-                            "org.freedesktop.DBus.Introspectable"}, sorted(surface)
+    assert set(surface) >= {MANAGER_IFACE, TARGET_IFACE, SERVICE + ".Path", PROPERTIES_IFACE, PEER_IFACE,
+                            OBJECT_MANAGER_IFACE, "org.freedesktop.DBus.Introspectable"}, sorted(surface)
     interfaces = sorted(surface) + [SERVICE + ".NoSuchInterface", ""]
     members = sorted({m: s for ms in surface.values() for m, s in ms.items()}.items())
 
@@ -138,8 +140,9 @@ def test_every_member_of_every_interface_on_every_object_answers(nm_lab):
           f"{len(members)} members x 3 argument lists: {replies} replies, errors {errors}")
     assert calls == len(objects) * len(interfaces) * len(members) * 3
     assert replies > 0 and errors
-    # The targets the holder watched are still there.
-    assert {host, address} <= set(holder.call(SERVICE, ROOT_PATH, OBJECT_MANAGER_IFACE, "GetManagedObjects")[0])
+    # The objects the holder watched are still there.
+    assert {host, address, paths} <= set(holder.call(SERVICE, ROOT_PATH, OBJECT_MANAGER_IFACE,
+                                                     "GetManagedObjects")[0])
 
 
 def test_gdbus_introspect_and_busctl_on_every_standard_interface(nm_lab):
@@ -147,8 +150,9 @@ def test_gdbus_introspect_and_busctl_on_every_standard_interface(nm_lab):
     lab = start_kernel_daemon(nm_lab)
     daemon = lab.daemons[-1]
     child = lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchAddress", "s", ("127.0.0.1",))[0]
+    paths = lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchPath")[0]
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "DBUS_SYSTEM_BUS_ADDRESS": lab.bus.address}
-    for path in (ROOT_PATH, child):
+    for path in (ROOT_PATH, child, paths):
         done = subprocess.run(["gdbus", "introspect", "--system", "--dest", SERVICE, "--object-path", path],
                               capture_output=True, text=True, timeout=30, env=env, check=False)
         assert done.returncode == 0, done.stderr

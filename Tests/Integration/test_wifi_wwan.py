@@ -733,3 +733,75 @@ def test_modem_activating(env):
     env.wait_for_status_changed((1, IS_WWAN | REACHABLE), seen, "modem connected")
     env.assert_signals(start)
     env.assert_announced()
+
+
+# --- the Path interface (Manager.WatchPath) -------------------------------------
+
+PATH_PATH = ROOT_PATH + "/path"
+PATH_IFACE = SERVICE + ".Path"
+METERED_GUESS_YES = 3
+
+
+class PathWatch:
+    """The path object held by the test's connection, its properties kept current by signals."""
+
+    def __init__(self, env):
+        self.env = env
+        self.changes = []  # the Path properties each PropertiesChanged carried, in arrival order
+        env.subscribe(None, "org.freedesktop.DBus.Properties", "PropertiesChanged", PATH_PATH, self._changed)
+        assert env.call(SERVICE, ROOT_PATH, SERVICE + ".Manager", "WatchPath") == (PATH_PATH,)
+        self.props = env.call(SERVICE, PATH_PATH, "org.freedesktop.DBus.Properties", "GetAll", (PATH_IFACE,),
+                              "(s)")[0]
+
+    def _changed(self, _conn, _sender, _path, _iface, _member, params):
+        iface, changed, _invalidated = params.unpack()
+        if iface == PATH_IFACE:
+            self.changes.append(changed)
+            self.props.update(changed)
+
+    def wait(self, expected, what):
+        deadline = time.monotonic() + CHANGE_TIMEOUT
+        while any(self.props.get(k) != v for k, v in expected.items()):
+            if not self.env.pump(deadline):
+                pytest.fail(f"timed out waiting for {what}: Path now {self.props}", pytrace=False)
+
+    def index(self, name):
+        return int(self.env.ip("-o", "link", "show", name, netns=self.env.netns).split(":", 1)[0])
+
+
+def test_path_wifi_and_wwan_types_order_and_expensive(env):
+    """Wi-Fi (metric 600) and a modem metered "yes" (metric 700) both connected: Interfaces lists
+    wlan0 (wifi) first, then wwan0 (wwan), each with its gateway; not expensive (Wi-Fi is
+    preferred). Wi-Fi's route removed by hand: wwan0 first, wlan0 unusable; Expensive and
+    Constrained (metered "yes"). Each change announced once."""
+    env.kernel_wwan_up(metric=700)
+    env.nm_wwan_up(metered=METERED_YES)
+    env.kernel_wifi_up(metric=600)
+    env.nm_wifi_up()
+    env.start_daemon()
+    env.wait_for_state(WIFI, "Wi-Fi reachability while both are connected")
+    path = PathWatch(env)
+    wlan0 = ("wlan0", path.index("wlan0"), "wifi", False, True, False, [WLAN_GW])
+    wwan0 = ("wwan0", path.index("wwan0"), "wwan", False, True, False, [WWAN_GW])
+    path.wait({"Interfaces": [wlan0, wwan0], "Flags": REACHABLE, "Expensive": False, "Constrained": False},
+              "Wi-Fi first, then the modem")
+    assert path.props["Interfaces"] == [wlan0, wwan0], path.props
+
+    env.ip("route", "del", "default", "via", WLAN_GW, "dev", "wlan0", netns=env.netns)
+    unrouted = ("wlan0", path.index("wlan0"), "wifi", False, False, False, [])
+    path.wait({"Interfaces": [wwan0, unrouted], "Flags": IS_WWAN | REACHABLE, "Expensive": True,
+               "Constrained": True}, "the modem first, expensive and constrained")
+    env.sync()
+    assert path.changes == [{"Interfaces": [wwan0, unrouted], "Flags": IS_WWAN | REACHABLE, "Expensive": True,
+                             "Constrained": True}], path.changes
+
+
+def test_path_metered_guess_is_expensive_not_constrained(env):
+    """A modem NetworkManager guesses metered: Expensive, not Constrained (no user setting)."""
+    env.kernel_wwan_up()
+    env.nm_wwan_up(metered=METERED_GUESS_YES)
+    env.start_daemon()
+    env.wait_for_state(dict(WWAN, Metered=True), "WWAN reachability")
+    path = PathWatch(env)
+    path.wait({"Expensive": True, "Constrained": False}, "expensive, not constrained")
+    assert path.props["Interfaces"][0][:3] == ("wwan0", path.index("wwan0"), "wwan"), path.props

@@ -122,6 +122,7 @@ struct ContractTests {
         let tables = [
             Names.managerInterface: members(ManagerObject.interface),
             Names.targetInterface: members(TargetObject.interface),
+            Names.pathInterface: members(PathObject.interface),
         ]
         #expect(Set(reader.interfaces.keys) == Set(tables.keys))
         for (name, declared) in tables {
@@ -163,7 +164,7 @@ struct ContractTests {
         let text = try String(contentsOf: Self.xmlURL, encoding: .utf8)
         #expect(Contract.xml.trimmingCharacters(in: .whitespacesAndNewlines)
                 == text.trimmingCharacters(in: .whitespacesAndNewlines))
-        for name in [Names.managerInterface, Names.targetInterface] {
+        for name in [Names.managerInterface, Names.targetInterface, Names.pathInterface] {
             #expect(text.contains(Names.contract.elements[name]!.trimmingCharacters(in: .whitespaces)))
         }
     }
@@ -172,7 +173,7 @@ struct ContractTests {
     func everyComment() throws {
         let text = try String(contentsOf: Self.xmlURL, encoding: .utf8)
         let comments = text.split(separator: "<!--").dropFirst().map { "<!--" + $0.prefix(through: $0.firstRange(of: "-->")!.upperBound).dropLast() }
-        let served = [Names.managerInterface, Names.targetInterface].map { Names.contract[$0] }.joined()
+        let served = [Names.managerInterface, Names.targetInterface, Names.pathInterface].map { Names.contract[$0] }.joined()
         #expect(comments.count >= 30)
         for comment in comments {
             #expect(served.contains(comment), "not served: \(comment.prefix(80))")

@@ -1,0 +1,60 @@
+import ReachabilityBus
+import ReachabilityCore
+import ReachabilityPlatform
+
+/// Who holds the path object (`WatchPath`), tracked by unique name like the
+/// targets' holders but apart from them: it counts against no target limit.
+/// The object exists, and the evaluator computes its facts, exactly while it
+/// has a holder; it disappears (with `InterfacesRemoved`) when its last holder
+/// releases it or leaves the bus.
+final class PathRegistry {
+    /// Unowned: the daemon owns the connection, and the connection (through the root
+    /// object's Manager interface) owns this registry.
+    private unowned let connection: BusConnection
+    private let engine: TargetEvaluator
+    /// One key, the path object's path: a client holds it or not.
+    private var holders = HolderRegistry<ObjectPath>(perClientLimit: 1, globalLimit: 1)
+    private(set) var object: PathObject?
+
+    init(connection: BusConnection, engine: TargetEvaluator) {
+        self.connection = connection
+        self.engine = engine
+        engine.onPathChanged = { [unowned self] state in self.object?.update(state) }
+    }
+
+    /// Makes `client` a holder; the first holder gets an object evaluated before it is exported.
+    func watch(client: String) -> ObjectPath {
+        // Neither limit can be reached: one key, held at most once per client.
+        _ = try? holders.hold(Names.pathPath, client: client)
+        if object == nil {
+            engine.isPathWanted = true
+            let object = PathObject(state: engine.pathState)
+            self.object = object
+            object.exported = connection.export(object, at: Names.pathPath, interfaces: [PathObject.interface])
+        }
+        return Names.pathPath
+    }
+
+    /// `client` stops holding the path object.
+    func release(client: String) throws(BusError) {
+        let isLast: Bool
+        do {
+            isLast = try holders.release(Names.pathPath, client: client)
+        } catch {
+            throw ServiceError.unknownTarget("\(Names.pathPath.rawValue) is not held by \(client)")
+        }
+        if isLast { remove() }
+    }
+
+    /// `client` left the bus.
+    func releaseAll(client: String) {
+        if !holders.releaseAll(client: client).isEmpty { remove() }
+    }
+
+    private func remove() {
+        guard object != nil else { return }
+        object = nil
+        engine.isPathWanted = false
+        connection.unexport(Names.pathPath)
+    }
+}

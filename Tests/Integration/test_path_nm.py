@@ -1,0 +1,155 @@
+"""The Path interface (Manager.WatchPath) against the real NetworkManager.
+
+The harness's NetworkManager lab (one static Ethernet profile on ``nmveth0``,
+IPv4 and IPv6 gateways, DNS 192.0.2.1), the daemon in NetworkManager's
+namespaces. The profile is changed at run time with ``nmcli connection
+modify`` and ``nmcli device reapply``, as a user does: metered "yes" makes
+the path expensive and constrained, the DNS servers removed make
+DnsConfigured false. Carrier loss is the peer going down. Each change is
+announced by exactly one PropertiesChanged of the Path interface.
+"""
+
+import fcntl
+import os
+import struct
+
+import pytest
+
+import harness
+from harness import MANAGER_IFACE, NM_IFNAME, REACHABLE, ROOT_PATH, SERVICE, TRANSIENT_CONNECTION, UPSTREAM_V4, \
+    UPSTREAM_V6
+from test_kernel_backend import IFF_NO_PI, IFF_TUN, TUNSETIFF, fail_or_skip, network_namespace
+
+PATH_PATH = ROOT_PATH + "/path"
+PATH_IFACE = SERVICE + ".Path"
+PROFILE = "reach-wired"
+
+
+class PathOnline:
+    """The lab, the daemon, the path object held by the lab's client, a recorder on it."""
+
+    def __init__(self, lab):
+        self.lab = lab
+        root = lab.recorder()
+        self.daemon = lab.daemon()
+        root.sync()
+        root.wait_props({"Backend": "networkmanager"}, "Backend networkmanager", interface=MANAGER_IFACE)
+        root.wait_props({"Flags": REACHABLE}, "the connected answer")
+        root.close()
+        self.recorder = lab.recorder(PATH_PATH)
+        assert lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchPath") == (PATH_PATH,)
+        self.recorder.sync(interfaces=(PATH_IFACE,))
+
+    @property
+    def props(self) -> dict:
+        return self.recorder.state[PATH_IFACE]
+
+    def wait(self, expected: dict, what: str, mark) -> dict:
+        return self.recorder.wait_props(expected, what, mark=mark, interface=PATH_IFACE)
+
+    def changes(self, mark, *names) -> list:
+        """The values of ``names`` each PropertiesChanged since ``mark`` carried (those carrying any)."""
+        self.recorder.barrier()
+        return [{k: v for k, v in e.changed.items() if k in names} for e in self.recorder.since(mark, "properties")
+                if e.interface == PATH_IFACE and set(names) & set(e.changed)]
+
+    def nmcli(self, *args) -> None:
+        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.lab.bus.address)
+        env.pop("DBUS_SESSION_BUS_ADDRESS", None)
+        argv = [harness.need_tool("nmcli"), *args]
+        done = harness.subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env, check=False)
+        assert done.returncode == 0, f"{' '.join(argv)}: {done.stdout}{done.stderr}"
+
+    def modify(self, *settings) -> None:
+        """Change the profile and apply it to the device at once (no reconnection)."""
+        self.nmcli("connection", "modify", PROFILE, *settings)
+        self.nmcli("device", "reapply", NM_IFNAME)
+
+    def index(self) -> int:
+        return int(self.lab.ip_nm("-o", "link", "show", NM_IFNAME).stdout.split(":", 1)[0])
+
+
+@pytest.fixture
+def path_online(nm_lab):
+    state = PathOnline(nm_lab)
+    yield state
+    state.recorder.close()
+    assert state.daemon.running, f"the daemon exited during the test (status {state.daemon.returncode})"
+
+
+def connected(online) -> dict:
+    return {"Interfaces": [(NM_IFNAME, online.index(), "ethernet", False, True, True, [UPSTREAM_V4, UPSTREAM_V6])],
+            "Flags": REACHABLE, "DnsConfigured": True, "Expensive": False, "Constrained": False}
+
+
+def test_connected(path_online):
+    """NetworkManager's Ethernet device, both families with their gateways, DNS configured, not metered."""
+    assert path_online.props == connected(path_online)
+
+
+def test_metered_yes_is_expensive_and_constrained(path_online):
+    """connection.metered yes (the user's own setting): Expensive and Constrained; back to unknown
+    (NetworkManager then guesses "no" for Ethernet): neither. One PropertiesChanged each way."""
+    online = path_online
+    mark = online.recorder.mark()
+    online.modify("connection.metered", "yes")
+    online.wait({"Expensive": True, "Constrained": True}, "metered yes", mark)
+    online.modify("connection.metered", "unknown")
+    online.wait({"Expensive": False, "Constrained": False}, "metered unknown", mark)
+    # Reapplying removes and adds the IPv6 routes again: Interfaces may change meanwhile.
+    assert online.changes(mark, "Expensive", "Constrained") == [{"Expensive": True, "Constrained": True},
+                                    {"Expensive": False, "Constrained": False}], online.recorder.describe(mark)
+
+
+def test_dns_configured_follows_networkmanager(path_online):
+    """The profile's DNS server removed: NetworkManager's DNS configuration has no server,
+    DnsConfigured false; put back: true. Announced once each."""
+    online = path_online
+    mark = online.recorder.mark()
+    online.modify("ipv4.dns", "")
+    online.wait({"DnsConfigured": False}, "no DNS server in NetworkManager's configuration", mark)
+    online.modify("ipv4.dns", UPSTREAM_V4)
+    online.wait({"DnsConfigured": True}, "the DNS server back", mark)
+    assert online.changes(mark, "DnsConfigured") == [{"DnsConfigured": False}, {"DnsConfigured": True}], (
+        online.recorder.describe(mark))
+
+
+def test_carrier_lost_and_back(path_online):
+    """The peer goes down: nmveth0 unusable, Flags 0. Back: the connected path again."""
+    online = path_online
+    mark = online.recorder.mark()
+    online.lab.set_carrier(False)
+    online.wait({"Interfaces": [(NM_IFNAME, online.index(), "ethernet", False, False, False, [])], "Flags": 0},
+                "nmveth0 unusable without carrier", mark)
+    online.lab.set_carrier(True)
+    online.lab.wait_nm_state(harness.NM_STATE_CONNECTED_GLOBAL)
+    online.wait(connected(online), "connected again", mark)
+
+
+def test_vpn_tun_beside_networkmanager(path_online):
+    """A VPN client's tun device with a default route of a lower metric beside NetworkManager's
+    Ethernet: tun0 first (the kernel's choice for IPv4), a VPN of type other, usable over IPv4
+    without a gateway; nmveth0 after it (IPv6 still leaves there). Flags TransientConnection |
+    Reachable. Removed: the connected path again."""
+    if not os.path.exists("/dev/net/tun"):
+        fail_or_skip("needs /dev/net/tun (the tun module)")
+    online, lab = path_online, path_online.lab
+    mark = online.recorder.mark()
+    tun = None
+    try:
+        lab.ip_nm("tuntap", "add", "dev", "tun0", "mode", "tun")
+        with network_namespace(lab.ns_nm):
+            tun = os.open("/dev/net/tun", os.O_RDWR | os.O_CLOEXEC)
+        fcntl.ioctl(tun, TUNSETIFF, struct.pack("16sH", b"tun0", IFF_TUN | IFF_NO_PI))
+        lab.ip_nm("addr", "add", "203.0.113.2/24", "dev", "tun0")
+        lab.ip_nm("link", "set", "tun0", "up")
+        lab.ip_nm("route", "add", "default", "dev", "tun0", "metric", "20")
+        tun_index = int(lab.ip_nm("-o", "link", "show", "tun0").stdout.split(":", 1)[0])
+        online.wait({"Interfaces": [("tun0", tun_index, "other", True, True, False, []),
+                                    connected(online)["Interfaces"][0]],
+                     "Flags": TRANSIENT_CONNECTION | REACHABLE}, "tun0 first, a VPN", mark)
+        lab.ip_nm("link", "del", "tun0")
+        online.wait(connected(online), "the connected path once tun0 is gone", mark)
+    finally:
+        if tun is not None:
+            os.close(tun)
