@@ -9,6 +9,8 @@ let package = Package(
         // Alamofire-shaped reachability for Swift programs: the daemon when it
         // runs, the same engine in-process when it does not.
         .library(name: "Reachability", targets: ["Reachability"]),
+        // Apple's Network-framework path monitoring (NWPathMonitor, NWPath) on the same facts.
+        .library(name: "NetworkPath", targets: ["NetworkPath"]),
     ],
     dependencies: [
         // reachctl's command line only; the daemon and the library do not link it.
@@ -60,6 +62,10 @@ let package = Package(
             dependencies: ["Reachability", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // An application on the library (also driven by the integration tests).
         .executableTarget(name: "reachability-example", dependencies: ["Reachability"]),
+        // NWPathMonitor and friends; the runtime and its backends are Reachability's.
+        .target(name: "NetworkPath", dependencies: ["Reachability", "ReachabilityCore"]),
+        // Code written for Apple's Network framework, unchanged (driven by the integration tests).
+        .executableTarget(name: "network-path-example", dependencies: ["NetworkPath"]),
 
         // Fuzzing: the checked properties (shared with the regression tests) and the
         // libFuzzer entry; see README, "Testing and hardening".
@@ -72,6 +78,7 @@ let package = Package(
         .testTarget(name: "ReachabilityServiceTests", dependencies: ["ReachabilityService", "ReachabilityBus"]),
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityBus"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzChecks"]),
+        .testTarget(name: "NetworkPathTests", dependencies: ["NetworkPath", "ReachabilityCore"]),
     ],
     swiftLanguageModes: [.v6]
 )
