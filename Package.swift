@@ -79,6 +79,12 @@ let package = Package(
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityBus"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzChecks"]),
         .testTarget(name: "NetworkPathTests", dependencies: ["NetworkPath", "ReachabilityCore"]),
+        // Alamofire's NetworkReachabilityManager API, used the way its own tests use it.
+        .testTarget(name: "AlamofireCompatibilityTests", dependencies: ["Reachability"]),
+        // The same API from a Swift 5 program: a listener that captures a mutable local compiles.
+        .testTarget(
+            name: "AlamofireSwift5Tests", dependencies: ["Reachability"],
+            swiftSettings: [.swiftLanguageMode(.v5)]),
     ],
     swiftLanguageModes: [.v6]
 )
