@@ -76,7 +76,7 @@ let package = Package(
         .testTarget(name: "ReachabilityCoreTests", dependencies: ["ReachabilityCore"]),
         .testTarget(name: "ReachabilityBusTests", dependencies: ["ReachabilityBus", "CDBus"]),
         .testTarget(name: "ReachabilityServiceTests", dependencies: ["ReachabilityService", "ReachabilityBus"]),
-        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityBus"]),
+        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityBus", "ReachabilityCore"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzChecks"]),
         .testTarget(name: "NetworkPathTests", dependencies: ["NetworkPath", "ReachabilityCore"]),
         // Alamofire's NetworkReachabilityManager API, used the way its own tests use it.

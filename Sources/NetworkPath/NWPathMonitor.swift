@@ -20,6 +20,7 @@ import Synchronization
 /// started once: after `cancel()` it reports nothing more.
 public final class NWPathMonitor: Sendable {
     private let requirement: PathRequirement
+    private let source: PathSource
     private let shared = Mutex(Shared())
 
     /// Everything that changes, under `shared`'s lock.
@@ -36,23 +37,29 @@ public final class NWPathMonitor: Sendable {
     }
 
     /// A monitor for every interface type.
-    public init() {
-        requirement = .any
+    public convenience init() {
+        self.init(.any)
     }
 
     /// A monitor whose path uses only interfaces of `requiredInterfaceType`: it is
     /// satisfied only by a usable route over such an interface.
-    public init(requiredInterfaceType: NWInterface.InterfaceType) {
-        requirement = PathRequirement(required: requiredInterfaceType)
+    public convenience init(requiredInterfaceType: NWInterface.InterfaceType) {
+        self.init(PathRequirement(required: requiredInterfaceType))
     }
 
     /// A monitor whose path never uses interfaces of these types (nor a tunnel over one).
-    public init(prohibitedInterfaceTypes: [NWInterface.InterfaceType]) {
-        requirement = PathRequirement(prohibited: Set(prohibitedInterfaceTypes))
+    public convenience init(prohibitedInterfaceTypes: [NWInterface.InterfaceType]) {
+        self.init(PathRequirement(prohibited: Set(prohibitedInterfaceTypes)))
+    }
+
+    /// A monitor on any source of facts (the tests give a fake one).
+    init(_ requirement: PathRequirement, source: PathSource = .system) {
+        self.requirement = requirement
+        self.source = source
     }
 
     deinit {
-        if let id = shared.withLock({ $0.subscription }) { PathUpdates.unsubscribe(id) }
+        if let id = shared.withLock({ $0.subscription }) { source.unsubscribe(id) }
     }
 
     /// Called on the monitor's queue with each new path. Set it before `start(queue:)`.
@@ -79,14 +86,14 @@ public final class NWPathMonitor: Sendable {
         guard begins else { return }
         // Outside the lock: the first path may arrive before `subscribe` returns.
         let requirement = self.requirement
-        let id = PathUpdates.subscribe { [weak self] state in
+        let id = source.subscribe { [weak self] state in
             self?.received(NWPath(state, requirement: requirement))
         }
         let cancelled = shared.withLock { shared -> Bool in
             shared.subscription = id
             return shared.isCancelled
         }
-        if cancelled { PathUpdates.unsubscribe(id) }
+        if cancelled { source.unsubscribe(id) }
     }
 
     /// Stops watching for good: no handler call after this returns, except one
@@ -97,7 +104,7 @@ public final class NWPathMonitor: Sendable {
             defer { shared.subscription = nil }
             return shared.subscription
         }
-        if let id { PathUpdates.unsubscribe(id) }
+        if let id { source.unsubscribe(id) }
     }
 
     private func received(_ path: NWPath) {
@@ -137,10 +144,10 @@ extension NWPathMonitor: AsyncSequence {
     }
 
     public func makeAsyncIterator() -> Iterator {
-        let requirement = self.requirement
+        let (requirement, source) = (self.requirement, self.source)
         let stream = AsyncStream<NWPath>(bufferingPolicy: .unbounded) { continuation in
             let latest = Mutex<NWPath?>(nil)
-            let id = PathUpdates.subscribe { state in
+            let id = source.subscribe { state in
                 let path = NWPath(state, requirement: requirement)
                 let isNew = latest.withLock { latest in
                     defer { latest = path }
@@ -148,8 +155,18 @@ extension NWPathMonitor: AsyncSequence {
                 }
                 if isNew { continuation.yield(path) }
             }
-            continuation.onTermination = { _ in PathUpdates.unsubscribe(id) }
+            continuation.onTermination = { _ in source.unsubscribe(id) }
         }
         return Iterator(base: stream.makeAsyncIterator())
     }
+}
+
+/// Where a monitor's facts come from: the library's runtime (the daemon or the
+/// in-process engine), or a fake in the tests.
+struct PathSource: Sendable {
+    /// Calls the handler with the current paths once known, then each change; returns an id.
+    let subscribe: @Sendable (@escaping @Sendable (PathState) -> Void) -> Int
+    let unsubscribe: @Sendable (Int) -> Void
+
+    static let system = PathSource(subscribe: { PathUpdates.subscribe($0) }, unsubscribe: { PathUpdates.unsubscribe($0) })
 }
