@@ -1,7 +1,7 @@
 // Path monitoring written for Apple's Network framework, compiled unchanged on
 // Linux against NetworkPath. One line per update, in a stable format:
 //
-//   handler satisfied expensive=false constrained=false interfaces=eth0,wlan0 uses=wiredEthernet ipv4=true ipv6=false dns=true gateways=192.0.2.1:0
+//   handler satisfied expensive=false constrained=false interfaces=eth0,wlan0 uses=wiredEthernet ipv4=true ipv6=true dns=true gateways=192.0.2.1:0,[fe80::1]:0
 //   sequence satisfied …
 //
 // "handler" lines come from a monitor's pathUpdateHandler (its interface
@@ -51,10 +51,7 @@ func type(_ name: Substring) -> NWInterface.InterfaceType {
 
 func line(_ label: String, _ path: NWPath) -> String {
     let uses = order.filter { path.usesInterfaceType($0.1) }.map(\.0)
-    let gateways = path.gateways.map { endpoint -> String in
-        guard case .hostPort(let host, let port) = endpoint else { return "\(endpoint)" }
-        return "\(host):\(port)"
-    }
+    let gateways = path.gateways.map(\.debugDescription)
     return "\(label) \(path.status) expensive=\(path.isExpensive) constrained=\(path.isConstrained) "
         + "interfaces=\(path.availableInterfaces.map(\.name).joined(separator: ",")) "
         + "uses=\(uses.joined(separator: ",")) ipv4=\(path.supportsIPv4) ipv6=\(path.supportsIPv6) "
