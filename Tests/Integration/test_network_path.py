@@ -211,7 +211,9 @@ def test_carrier_loss_and_return(online, programs):
 
 def test_second_uplink(online, programs):
     """kveth1 without a default route is not a path; with one (metric 50) it comes first, kveth0
-    second, both gateways in that order; kveth1's carrier lost: kveth0 alone again."""
+    second, both gateways in that order. kveth1 loses carrier but keeps its route (``linkdown``):
+    the kernel still sends internet traffic there, so the path is unsatisfied although kveth0 could
+    carry it. kveth1 set down (its routes go): kveth0 alone again."""
     lab = online.lab
     running = both(programs, lab)
     wait_all(running, CONNECTED, "connected")
@@ -223,7 +225,9 @@ def test_second_uplink(online, programs):
         assert all(line["interfaces"] in (UPLINK, f"{SECOND},{UPLINK}") for line in program.handler_lines()), (
             "kveth1 without its default route is no path: " + program.describe())
     lab.set_peer(SECOND_PEER, False)
-    wait_all(running, CONNECTED, "kveth0 alone once kveth1 lost carrier")
+    wait_all(running, OFFLINE, "unsatisfied while the kernel still chooses kveth1's dead route")
+    lab.ip_a("link", "set", SECOND, "down")
+    wait_all(running, CONNECTED, "kveth0 alone once kveth1 is down")
     assert_same_answers(running)
 
 
@@ -312,7 +316,7 @@ def test_daemon_leaves_and_returns(online, programs):
     program.wait_for(CONNECTED, "connected", timeout=FIRST_TIMEOUT)
     lab.daemons[-1].stop()
     program.wait_for(OFFLINE, "unsatisfied with the daemon gone")
-    lab.daemon(args=daemon_args("--backend", "kernel"))
+    online.daemon = lab.daemon(args=daemon_args("--backend", "kernel"))  # the fixture checks it still runs
     program.wait_for(CONNECTED, "connected through the daemon's new instance")
     assert path_objects(lab) == [PATH_OBJECT]
     program.drain()
