@@ -9,7 +9,8 @@ kernel``), once with the lab's bus as its system bus (the daemon's Path
 object) and once with no bus at all (the same engine in-process), and every
 test expects the same lines from both: carrier loss, a second uplink, IPv6
 only, a VPN tunnel, required and prohibited interface types, the daemon
-leaving and coming back. Lines are compared field by field with what the
+leaving and coming back. Wi-Fi and mobile broadband come from NetworkManager
+mocked with python-dbusmock (test_wifi_wwan.py's lab). Lines are compared field by field with what the
 kernel's state means in Apple's terms; a monitor never prints the same path
 twice in a row.
 """
@@ -30,6 +31,7 @@ from harness import CHANGE_TIMEOUT, OBJECT_MANAGER_IFACE, ROOT_PATH, SERVICE, ST
 from test_kernel_backend import (  # pylint: disable=unused-import  # fixtures are found by name
     GATEWAY_V4, SECOND, SECOND_GATEWAY_V4, SECOND_METRIC, SECOND_PEER, SECOND_V4, TUN, TUN_V4, UPLINK,
     UPLINK_METRIC, UPLINK_PEER, daemon_args, fail_or_skip, kernel_lab_without_carrier, online)
+from test_wifi_wwan import METERED_YES, WIFI, WLAN_GW, WWAN_GW, env  # pylint: disable=unused-import
 
 EXAMPLE = harness.daemon_binary().parent / "network-path-example"
 PATH_OBJECT = ROOT_PATH + "/path"
@@ -58,15 +60,15 @@ class PathProgram:
     """network-path-example in namespace A, from the daemon or in-process; its lines are read by a
     thread (with the time each arrived) and queued."""
 
-    def __init__(self, lab, mode: str, *args: str):
+    def __init__(self, netns: str, bus_address: str, directory, mode: str, *args: str):
         self.mode, self.args = mode, args
         env = dict(os.environ)
         env.pop("DBUS_SESSION_BUS_ADDRESS", None)
-        env["DBUS_SYSTEM_BUS_ADDRESS"] = lab.bus.address if mode == "daemon" else NO_BUS
+        env["DBUS_SYSTEM_BUS_ADDRESS"] = bus_address
         name = "-".join(["path", mode, *[a.strip("-").replace(",", "+") for a in args]])
-        self.log = lab.directory / f"{name}.log"
+        self.log = directory / f"{name}.log"
         with open(self.log, "ab") as log:
-            self.popen = subprocess.Popen(harness.Namespaces.exec_argv(lab.ns_a) + [str(EXAMPLE), *args],
+            self.popen = subprocess.Popen(harness.Namespaces.exec_argv(netns) + [str(EXAMPLE), *args],
                                           stdout=subprocess.PIPE, stderr=log, env=env, start_new_session=True)
         self.queue: queue.Queue = queue.Queue()
         self.lines: list = []  # every line taken from the queue, parsed
@@ -138,8 +140,16 @@ def programs():
     started = []
 
     def start(lab, mode, *args):
-        started.append(PathProgram(lab, mode, *args))
+        """In the kernel lab's namespace A: from the daemon, or in-process with no bus at all."""
+        bus = lab.bus.address if mode == "daemon" else NO_BUS
+        started.append(PathProgram(lab.ns_a, bus, lab.directory, mode, *args))
         return started[-1]
+
+    def start_in(netns, bus_address, directory, mode, *args):
+        started.append(PathProgram(netns, bus_address, directory, mode, *args))
+        return started[-1]
+
+    start.start_in = start_in
 
     yield start
     for program in started:
@@ -322,3 +332,50 @@ def test_daemon_leaves_and_returns(online, programs):
     program.drain()
     lines = program.handler_lines()
     assert not [a for a, b in zip(lines, lines[1:]) if a == b], program.describe()
+
+
+# --- Wi-Fi and mobile broadband, NetworkManager mocked ------------------------------
+
+WIFI_PATH = {"status": "satisfied", "interfaces": "wlan0,wwan0", "uses": "wifi", "expensive": "false",
+             "constrained": "false", "gateways": f"{WLAN_GW}:0,{WWAN_GW}:0", "ipv4": "true"}
+WIFI_ONLY = dict(WIFI_PATH, interfaces="wlan0", gateways=f"{WLAN_GW}:0")
+# A modem that is not the preferred interface: expensive (a modem), constrained unknown (false).
+MODEM_BESIDE = dict(WIFI_PATH, interfaces="wwan0", uses="cellular", expensive="true", gateways=f"{WWAN_GW}:0")
+# The modem preferred, metered "yes" by the user: expensive and constrained.
+MODEM_ALONE = dict(MODEM_BESIDE, constrained="true")
+WIFI_WWAN_KINDS = [  # (arguments, both connected, Wi-Fi gone)
+    ((), WIFI_PATH, MODEM_ALONE),
+    (("--required", "wifi"), WIFI_ONLY, OFFLINE),
+    (("--required", "cellular"), MODEM_BESIDE, MODEM_ALONE),
+    (("--prohibited", "wifi"), MODEM_BESIDE, MODEM_ALONE),
+    (("--prohibited", "cellular,wiredEthernet"), WIFI_ONLY, OFFLINE),
+]
+
+
+def test_wifi_and_wwan_through_networkmanager(env, programs):  # pylint: disable=redefined-outer-name
+    """Wi-Fi (metric 600) and a modem metered "yes" (metric 700): the path is Wi-Fi first, then the
+    modem, not expensive; a monitor requiring cellular, or prohibiting Wi-Fi, gets the modem alone,
+    expensive. Wi-Fi disconnected: the modem is the path, expensive and constrained (the user's
+    metered setting); a monitor requiring Wi-Fi is unsatisfied. The in-process programs start
+    before the daemon (so they choose in-process, with NetworkManager through libnm), the others
+    after it; both give the same paths."""
+    env.kernel_wwan_up(metric=700)
+    env.nm_wwan_up(metered=METERED_YES)
+    env.kernel_wifi_up(metric=600)
+    env.nm_wifi_up()
+    running = []
+    for mode in ("in-process", "daemon"):
+        if mode == "daemon":
+            env.start_daemon()
+            env.wait_for_state(WIFI, "the daemon's Wi-Fi answer")
+        started = [(programs.start_in(env.netns, env.address, env.tmp, mode, *args), connected, gone)
+                   for args, connected, gone in WIFI_WWAN_KINDS]
+        for program, connected, _ in started:
+            program.wait_for(connected, "both connected", timeout=FIRST_TIMEOUT)
+            program.wait_for({}, "the sequence's first path", label="sequence", timeout=FIRST_TIMEOUT)
+        running += started
+    env.nm_wifi_down()
+    env.kernel_wifi_down()
+    for program, _, gone in running:
+        program.wait_for(gone, "Wi-Fi gone")
+    assert_same_answers([program for program, _, _ in running])
