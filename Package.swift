@@ -81,9 +81,10 @@ let package = Package(
         .testTarget(name: "NetworkPathTests", dependencies: ["NetworkPath", "ReachabilityCore"]),
         // Alamofire's NetworkReachabilityManager API, used the way its own tests use it.
         .testTarget(name: "AlamofireCompatibilityTests", dependencies: ["Reachability"]),
-        // The same API from a Swift 5 program: a listener that captures a mutable local compiles.
+        // Both libraries from a Swift 5 program: a listener or path handler that captures a
+        // mutable local compiles (`@preconcurrency`, as Alamofire's and Apple's).
         .testTarget(
-            name: "AlamofireSwift5Tests", dependencies: ["Reachability"],
+            name: "Swift5ClientTests", dependencies: ["Reachability", "NetworkPath"],
             swiftSettings: [.swiftLanguageMode(.v5)]),
     ],
     swiftLanguageModes: [.v6]
