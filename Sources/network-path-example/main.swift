@@ -87,6 +87,7 @@ let monitor =
     if let required { NWPathMonitor(requiredInterfaceType: required) }
     else if !prohibited.isEmpty { NWPathMonitor(prohibitedInterfaceTypes: prohibited) }
     else { NWPathMonitor() }
+// Touched only by the handler, which runs on the main queue, one call at a time.
 nonisolated(unsafe) var handled = 0
 monitor.pathUpdateHandler = { path in
     emit(line("handler", path))
