@@ -10,7 +10,8 @@ object) and once with no bus at all (the same engine in-process), and every
 test expects the same lines from both: carrier loss, a second uplink, IPv6
 only, a VPN tunnel, required and prohibited interface types, the daemon
 leaving and coming back. Wi-Fi and mobile broadband come from NetworkManager
-mocked with python-dbusmock (test_wifi_wwan.py's lab). Lines are compared field by field with what the
+mocked with python-dbusmock (test_wifi_wwan.py's lab); metered, a captive
+portal and carrier loss from the real NetworkManager (the harness's NM lab). Lines are compared field by field with what the
 kernel's state means in Apple's terms; a monitor never prints the same path
 twice in a row.
 """
@@ -60,7 +61,7 @@ class PathProgram:
     """network-path-example in namespace A, from the daemon or in-process; its lines are read by a
     thread (with the time each arrived) and queued."""
 
-    def __init__(self, netns: str, bus_address: str, directory, mode: str, *args: str):
+    def __init__(self, prefix: list, bus_address: str, directory, mode: str, *args: str):
         self.mode, self.args = mode, args
         env = dict(os.environ)
         env.pop("DBUS_SESSION_BUS_ADDRESS", None)
@@ -68,7 +69,7 @@ class PathProgram:
         name = "-".join(["path", mode, *[a.strip("-").replace(",", "+") for a in args]])
         self.log = directory / f"{name}.log"
         with open(self.log, "ab") as log:
-            self.popen = subprocess.Popen(harness.Namespaces.exec_argv(netns) + [str(EXAMPLE), *args],
+            self.popen = subprocess.Popen([*prefix, str(EXAMPLE), *args],
                                           stdout=subprocess.PIPE, stderr=log, env=env, start_new_session=True)
         self.queue: queue.Queue = queue.Queue()
         self.lines: list = []  # every line taken from the queue, parsed
@@ -142,11 +143,12 @@ def programs():
     def start(lab, mode, *args):
         """In the kernel lab's namespace A: from the daemon, or in-process with no bus at all."""
         bus = lab.bus.address if mode == "daemon" else NO_BUS
-        started.append(PathProgram(lab.ns_a, bus, lab.directory, mode, *args))
+        started.append(PathProgram(harness.Namespaces.exec_argv(lab.ns_a), bus, lab.directory, mode, *args))
         return started[-1]
 
-    def start_in(netns, bus_address, directory, mode, *args):
-        started.append(PathProgram(netns, bus_address, directory, mode, *args))
+    def start_in(prefix, bus_address, directory, mode, *args):
+        """Run by ``prefix`` (``ip netns exec``, ``nsenter``) with ``bus_address`` as its system bus."""
+        started.append(PathProgram(prefix, bus_address, directory, mode, *args))
         return started[-1]
 
     start.start_in = start_in
@@ -368,7 +370,8 @@ def test_wifi_and_wwan_through_networkmanager(env, programs):  # pylint: disable
         if mode == "daemon":
             env.start_daemon()
             env.wait_for_state(WIFI, "the daemon's Wi-Fi answer")
-        started = [(programs.start_in(env.netns, env.address, env.tmp, mode, *args), connected, gone)
+        prefix = harness.Namespaces.exec_argv(env.netns)
+        started = [(programs.start_in(prefix, env.address, env.tmp, mode, *args), connected, gone)
                    for args, connected, gone in WIFI_WWAN_KINDS]
         for program, connected, _ in started:
             program.wait_for(connected, "both connected", timeout=FIRST_TIMEOUT)
@@ -379,3 +382,69 @@ def test_wifi_and_wwan_through_networkmanager(env, programs):  # pylint: disable
     for program, _, gone in running:
         program.wait_for(gone, "Wi-Fi gone")
     assert_same_answers([program for program, _, _ in running])
+
+
+# --- the real NetworkManager ---------------------------------------------------------
+
+NM_PATH_CONNECTED = {"status": "satisfied", "interfaces": harness.NM_IFNAME, "uses": "wiredEthernet", "ipv4": "true",
+                     "ipv6": "true", "dns": "true", "expensive": "false", "constrained": "false",
+                     "gateways": f"{harness.UPSTREAM_V4}:0,[{harness.UPSTREAM_V6}]:0"}
+NM_PROFILE = "reach-wired"
+
+
+def nmcli(lab, *args) -> None:
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=lab.bus.address)
+    env.pop("DBUS_SESSION_BUS_ADDRESS", None)
+    argv = [harness.need_tool("nmcli"), *args]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env, check=False)
+    assert done.returncode == 0, f"{' '.join(argv)}: {done.stdout}{done.stderr}"
+
+
+def set_metered(lab, value: str) -> None:
+    """The profile's metered setting, applied at once, as a user does with nmcli."""
+    nmcli(lab, "connection", "modify", NM_PROFILE, "connection.metered", value)
+    nmcli(lab, "device", "reapply", harness.NM_IFNAME)
+
+
+def test_networkmanager_metered_portal_and_carrier(nm_lab, programs):
+    """NetworkManager's Ethernet profile: satisfied over nmveth0, both families, DNS. Metered "yes"
+    (the user's setting): expensive and constrained; back to "unknown": neither. A captive portal:
+    unsatisfied (the internet's flags speak for the preferred interface); gone: satisfied. Carrier
+    lost: unsatisfied; back: satisfied. The in-process programs (libnm) start before the daemon,
+    the daemon's after; both give the same paths."""
+    lab = nm_lab
+    prefix = [harness.need_tool("nsenter"), "-t", str(lab.anchor.pid), "-n", "-m", "-u", "--"]
+    kinds = [(), ("--required", "wiredEthernet")]
+    running = [programs.start_in(prefix, lab.bus.address, lab.directory, "in-process", *args) for args in kinds]
+    for program in running:
+        program.wait_for(NM_PATH_CONNECTED, "connected (in-process)")
+    root = lab.recorder()
+    try:
+        lab.daemon()
+        root.sync()
+        root.wait_props({"Backend": "networkmanager"}, "Backend networkmanager", interface=harness.MANAGER_IFACE)
+    finally:
+        root.close()
+    daemon_side = [programs.start_in(prefix, lab.bus.address, lab.directory, "daemon", *args) for args in kinds]
+    for program in daemon_side:
+        program.wait_for(NM_PATH_CONNECTED, "connected (daemon)", timeout=FIRST_TIMEOUT)
+    assert path_objects(lab) == [PATH_OBJECT], "the daemon-side programs hold the path object"
+    running += daemon_side
+
+    set_metered(lab, "yes")
+    wait_all(running, dict(NM_PATH_CONNECTED, expensive="true", constrained="true"), "metered yes")
+    set_metered(lab, "unknown")
+    wait_all(running, NM_PATH_CONNECTED, "metered unknown")
+
+    lab.set_portal(True)
+    assert lab.check_connectivity() == "portal", "NetworkManager did not see the portal (harness problem)"
+    wait_all(running, {"status": "unsatisfied", "interfaces": ""}, "behind a captive portal")
+    lab.set_portal(False)
+    assert lab.check_connectivity() == "full"
+    wait_all(running, NM_PATH_CONNECTED, "the portal gone")
+
+    lab.set_carrier(False)
+    wait_all(running, OFFLINE, "carrier lost")
+    lab.set_carrier(True)
+    wait_all(running, NM_PATH_CONNECTED, "carrier back")
+    assert_same_answers(running)
