@@ -9,6 +9,8 @@ let package = Package(
         // Alamofire-shaped reachability for Swift programs: the daemon when it
         // runs, the same engine in-process when it does not.
         .library(name: "Reachability", targets: ["Reachability"]),
+        // Apple's Network-framework path monitoring (NWPathMonitor, NWPath) on the same facts.
+        .library(name: "NetworkPath", targets: ["NetworkPath"]),
     ],
     dependencies: [
         // reachctl's command line only; the daemon and the library do not link it.
@@ -65,6 +67,10 @@ let package = Package(
             dependencies: ["Reachability", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // An application on the library (also driven by the integration tests).
         .executableTarget(name: "reachability-example", dependencies: ["Reachability"]),
+        // NWPathMonitor and friends; the runtime and its backends are Reachability's.
+        .target(name: "NetworkPath", dependencies: ["Reachability", "ReachabilityCore"]),
+        // Code written for Apple's Network framework, unchanged (driven by the integration tests).
+        .executableTarget(name: "network-path-example", dependencies: ["NetworkPath"]),
 
         // Fuzzing: the checked properties (shared with the regression tests) and the
         // libFuzzer entry; see README, "Testing and hardening".
@@ -78,8 +84,16 @@ let package = Package(
             name: "ReachabilityPlatformTests",
             dependencies: ["ReachabilityPlatform", "ReachabilityCore", "CNetlink", "CNetworkManager"]),
         .testTarget(name: "ReachabilityServiceTests", dependencies: ["ReachabilityService", "ReachabilityBus"]),
-        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityBus"]),
+        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityBus", "ReachabilityCore"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzChecks"]),
+        .testTarget(name: "NetworkPathTests", dependencies: ["NetworkPath", "ReachabilityCore"]),
+        // Alamofire's NetworkReachabilityManager API, used the way its own tests use it.
+        .testTarget(name: "AlamofireCompatibilityTests", dependencies: ["Reachability"]),
+        // Both libraries from a Swift 5 program: a listener or path handler that captures a
+        // mutable local compiles (`@preconcurrency`, as Alamofire's and Apple's).
+        .testTarget(
+            name: "Swift5ClientTests", dependencies: ["Reachability", "NetworkPath"],
+            swiftSettings: [.swiftLanguageMode(.v5)]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -18,6 +18,8 @@ swift build --scratch-path "$scratch" -Xswiftc -sanitize="$sanitizer" -Xswiftc -
 swift build --scratch-path "$scratch" -Xswiftc -sanitize="$sanitizer" -Xswiftc -use-ld=lld --product reachctl
 swift build --scratch-path "$scratch" -Xswiftc -sanitize="$sanitizer" -Xswiftc -use-ld=lld \
     --product reachability-example
+swift build --scratch-path "$scratch" -Xswiftc -sanitize="$sanitizer" -Xswiftc -use-ld=lld \
+    --product network-path-example
 bin=$(swift build --scratch-path "$scratch" --show-bin-path)
 
 reports=$(mktemp -d /tmp/reach-$sanitizer-XXXXXX)

@@ -12,6 +12,8 @@ final class DaemonBackend: FeedBackend {
     private let connection: BusConnection
     private var ownerWatch: SignalSubscription?
     private var watches: [ObjectIdentifier: Watch] = [:]
+    /// The path object, while a path monitor in this process runs.
+    private var pathWatch: PathWatch?
     private static let root = ObjectPath(rawValue: ServiceNames.rootPath)!
     private static let properties = "org.freedesktop.DBus.Properties"
 
@@ -27,6 +29,18 @@ final class DaemonBackend: FeedBackend {
         func publish() {
             feed.publish(ReachabilityState(properties: properties), settled: isSettled)
         }
+    }
+
+    /// The daemon's path object (`WatchPath`), followed like a target.
+    private final class PathWatch {
+        let feed: PathFeed
+        var path: ObjectPath?
+        var signal: SignalSubscription?
+        var properties: [String: DBusValue] = [:]
+        var isSettled = false
+        init(feed: PathFeed) { self.feed = feed }
+
+        func publish() { feed.publish(PathState(properties: properties), settled: isSettled) }
     }
 
     init() throws(ReachabilityError) {
@@ -174,7 +188,86 @@ final class DaemonBackend: FeedBackend {
         }
     }
 
+    // MARK: The path object
+
+    func openPath(_ feed: PathFeed) {
+        let watch = PathWatch(feed: feed)
+        pathWatch = watch
+        startPath(watch)
+    }
+
+    func closePath(_ feed: PathFeed) {
+        guard let watch = pathWatch, watch.feed === feed else { return }
+        pathWatch = nil
+        watch.signal?.cancel()
+        if let path = watch.path {
+            call(Self.root, ServiceNames.managerInterface, Contract.Manager.release.name, [.objectPath(path)]) { _ in }
+        }
+    }
+
+    /// Holds the path object (`WatchPath`), follows its properties and reads them all.
+    /// A daemon without `WatchPath` (older than the library) gives no interfaces: the path
+    /// is unsatisfied, as with no network, and the error is logged.
+    private func startPath(_ watch: PathWatch) {
+        call(Self.root, ServiceNames.managerInterface, Contract.Manager.watchPath.name) { [weak self] result in
+            Log.debug("WatchPath: \(result)")
+            guard let self else { return }
+            switch result {
+            case .success(let values):
+                guard case .objectPath(let path)? = values.first else {
+                    Log.error("unexpected reply to WatchPath: \(values.signature)")
+                    return watch.feed.publish(.none, settled: true)
+                }
+                guard self.pathWatch === watch else {
+                    // Closed meanwhile: give it back.
+                    return self.call(Self.root, ServiceNames.managerInterface, Contract.Manager.release.name, [.objectPath(path)]) { _ in }
+                }
+                self.attachPath(watch, at: path)
+            case .failure(let error):
+                Log.error("WatchPath: \(error)")
+                watch.feed.publish(.none, settled: true)
+            }
+        }
+    }
+
+    private func attachPath(_ watch: PathWatch, at path: ObjectPath) {
+        watch.path = path
+        watch.isSettled = false
+        watch.signal = connection.subscribe(
+            sender: ServiceNames.busName, path: path, interface: Self.properties, member: "PropertiesChanged"
+        ) { values in
+            guard values.count >= 2, values[0].stringValue == ServiceNames.pathInterface,
+                case .dictionary(_, _, let changed) = values[1]
+            else { return }
+            watch.properties.merge(Self.dictionary(changed)) { $1 }
+            watch.publish()
+        }
+        call(path, Self.properties, "GetAll", [.string(ServiceNames.pathInterface)]) { [weak self] result in
+            guard let self, self.pathWatch === watch else { return }
+            guard case .success(let values) = result, case .dictionary(_, _, let entries)? = values.first else {
+                Log.error("GetAll on \(path.rawValue): \(result)")
+                return watch.feed.publish(.none, settled: true)
+            }
+            watch.properties = Self.dictionary(entries)
+            watch.isSettled = true
+            watch.publish()
+        }
+    }
+
     private func ownerChanged(_ owner: String) {
+        if let watch = pathWatch {
+            watch.signal?.cancel()
+            watch.signal = nil
+            watch.path = nil
+            watch.properties = [:]
+            if owner.isEmpty {
+                // The daemon left: no path until it is back.
+                watch.isSettled = true
+                watch.feed.publish(.none, settled: true)
+            } else {
+                startPath(watch)
+            }
+        }
         for watch in watches.values {
             watch.signal?.cancel()
             watch.signal = nil
@@ -225,5 +318,32 @@ extension ReachabilityState {
             interfaceType: InterfaceType(rawValue: string(.interfaceType)) ?? .other, addresses: addresses,
             connectivity: Connectivity(rawValue: string(.connectivity)) ?? .unknown, isMetered: bool(.metered),
             isVPN: bool(.vpn), reachableIPv4: bool(.reachableIPv4), reachableIPv6: bool(.reachableIPv6), error: string(.error))
+    }
+}
+
+extension PathState {
+    /// The `…Path` interface's properties as a value; anything missing or of
+    /// another type reads as nothing (no interface, no flag, false).
+    init(properties p: [String: DBusValue]) {
+        func bool(_ name: String) -> Bool { if case .boolean(true)? = p[name] { true } else { false } }
+        let flags = if case .uint32(let raw)? = p[Contract.Path.flags.name] { ReachabilityFlags(rawValue: raw) } else { ReachabilityFlags() }
+        var interfaces: [PathInterface] = []
+        if case .array(_, let entries)? = p[Contract.Path.interfaces.name] { interfaces = entries.compactMap(PathInterface.init) }
+        self.init(interfaces: interfaces, flags: flags, dnsConfigured: bool(Contract.Path.dnsConfigured.name),
+                  isExpensive: bool(Contract.Path.expensive.name), isConstrained: bool(Contract.Path.constrained.name))
+    }
+}
+
+extension PathInterface {
+    /// One `(sisbbbas)` entry of `Interfaces`: name, index, type, vpn, IPv4, IPv6, gateways.
+    init?(_ value: DBusValue) {
+        guard case .structure(let fields) = value, fields.count == 7,
+            case .string(let name) = fields[0], case .int32(let index) = fields[1],
+            case .string(let type) = fields[2], case .boolean(let vpn) = fields[3],
+            case .boolean(let ipv4) = fields[4], case .boolean(let ipv6) = fields[5],
+            case .array(_, let gateways) = fields[6]
+        else { return nil }
+        self.init(name: name, index: index, type: InterfaceType(rawValue: type) ?? .other, isVPN: vpn,
+                  usableIPv4: ipv4, usableIPv6: ipv6, gateways: gateways.compactMap(\.stringValue))
     }
 }

@@ -10,6 +10,8 @@ final class InProcessBackend: FeedBackend {
     private var targets: [ObjectIdentifier: FeedTarget] = [:]
     /// Work waiting for the first facts.
     private var waitingForFacts: [() -> Void] = []
+    /// The path feed, while a path monitor in this process runs.
+    private var pathFeed: PathFeed?
 
     /// A target whose every new state goes to its feed.
     private final class FeedTarget: WatchedTarget {
@@ -38,8 +40,13 @@ final class InProcessBackend: FeedBackend {
 
     init() throws(ReachabilityError) {
         engine.targets = { [unowned self] in Array(self.targets.values) }
+        engine.onPathChanged = { [unowned self] state in
+            self.pathFeed?.publish(state, settled: self.engine.hasFacts)
+        }
         engine.onEvaluated = { [unowned self] in
             for target in self.targets.values { target.publish() }
+            // The first evaluation settles the path (`onPathChanged` says nothing if it is still `.none`).
+            self.pathFeed?.publish(self.engine.pathState, settled: true)
             let waiting = self.waitingForFacts
             self.waitingForFacts = []
             for work in waiting { work() }
@@ -68,6 +75,20 @@ final class InProcessBackend: FeedBackend {
 
     private func hostTargetsChanged() {
         engine.hostTargetsChanged(count: targets.values.lazy.filter { $0.kind == .host }.count)
+    }
+
+    /// The engine evaluates the paths only while this feed exists; once it has
+    /// facts, setting `isPathWanted` makes `pathState` current at once.
+    func openPath(_ feed: PathFeed) {
+        pathFeed = feed
+        engine.isPathWanted = true
+        if engine.hasFacts { feed.publish(engine.pathState, settled: true) }
+    }
+
+    func closePath(_ feed: PathFeed) {
+        guard pathFeed === feed else { return }
+        pathFeed = nil
+        engine.isPathWanted = false
     }
 
     func query(_ key: TargetKey, _ completion: @escaping (Result<ReachabilityState, ReachabilityError>) -> Void) {

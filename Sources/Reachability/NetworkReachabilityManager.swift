@@ -16,6 +16,14 @@ import Synchronization
 ///
 /// Listeners get the current status first, then each change of status once.
 /// `updates` is the same as an `AsyncSequence` of the full state.
+///
+/// Alamofire 5's public API is here complete, with its access levels (`open`
+/// where Alamofire's is), so code written against Alamofire's manager compiles
+/// with `import Reachability` in place of `import Alamofire`.
+///
+/// Sendable: every stored property is a `let` of a Sendable type, and what
+/// changes lives in `Mutex`es; subclasses (the class is `open`, as Alamofire's)
+/// must keep to the same rule.
 open class NetworkReachabilityManager: @unchecked Sendable {
     /// Alamofire's status.
     public enum NetworkReachabilityStatus: Sendable, Hashable {
@@ -31,6 +39,14 @@ open class NetworkReachabilityManager: @unchecked Sendable {
             case cellular
         }
 
+        /// The status for a set of flags, Alamofire's (and AFNetworking's) rule: not
+        /// reachable unless `reachable` and either no connection is required or one
+        /// comes up by itself (on demand or on traffic, without intervention);
+        /// reachable over cellular when `isWWAN`.
+        public init(_ flags: SCNetworkReachabilityFlags) {
+            self.init(ReachabilityStatus(flags: flags))
+        }
+
         /// The status for AFNetworking's status value.
         public init(_ status: ReachabilityStatus) {
             switch status {
@@ -44,6 +60,10 @@ open class NetworkReachabilityManager: @unchecked Sendable {
 
     /// Called with each status, on the queue given to `startListening`.
     public typealias Listener = @Sendable (NetworkReachabilityStatus) -> Void
+
+    /// Where updates are handled before they go to the listener's queue (Alamofire's
+    /// queue of the same name): work sent here runs after every update received so far.
+    public let reachabilityQueue = DispatchQueue(label: "io.github.reachabilityd.reachabilityQueue")
 
     /// The internet's reachability, shared (`nil` only if the network cannot be watched at all).
     public static let `default` = NetworkReachabilityManager()
@@ -112,14 +132,17 @@ open class NetworkReachabilityManager: @unchecked Sendable {
     }
 
     /// The flags; `nil` while nothing is known.
-    open var flags: ReachabilityFlags? { state.flags }
+    open var flags: SCNetworkReachabilityFlags? { state.flags }
 
     /// The status (Alamofire's).
     open var status: NetworkReachabilityStatus { NetworkReachabilityStatus(state.status) }
 
-    public var isReachable: Bool { isReachableOnCellular || isReachableOnEthernetOrWiFi }
-    public var isReachableOnCellular: Bool { status == .reachable(.cellular) }
-    public var isReachableOnEthernetOrWiFi: Bool { status == .reachable(.ethernetOrWiFi) }
+    /// Reachable at all, over cellular or otherwise.
+    open var isReachable: Bool { isReachableOnCellular || isReachableOnEthernetOrWiFi }
+    /// Reachable over mobile broadband.
+    open var isReachableOnCellular: Bool { status == .reachable(.cellular) }
+    /// Reachable over anything but mobile broadband.
+    open var isReachableOnEthernetOrWiFi: Bool { status == .reachable(.ethernetOrWiFi) }
 
     /// Why the last watch or answer failed (the daemon's `TooManyTargets`, say).
     public var lastError: ReachabilityError? { error.withLock { $0 } }
@@ -128,8 +151,9 @@ open class NetworkReachabilityManager: @unchecked Sendable {
 
     /// Calls `listener` on `queue` with the current status, then with each
     /// change of status, until `stopListening()`. Returns `false` when the
-    /// target cannot be watched; `lastError` says why.
-    @discardableResult
+    /// target cannot be watched; `lastError` says why. `@preconcurrency` as
+    /// Alamofire's: a Swift 5 program's listener may capture mutable state.
+    @preconcurrency @discardableResult
     open func startListening(
         onQueue queue: DispatchQueue = .main, onUpdatePerforming listener: @escaping Listener
     ) -> Bool {
@@ -160,7 +184,12 @@ open class NetworkReachabilityManager: @unchecked Sendable {
         Runtime.shared.loop.later { Runtime.shared.unsubscribe(id) }
     }
 
+    /// On the library's thread: the update goes on through `reachabilityQueue`.
     private func received(_ state: ReachabilityState, id: Int) {
+        reachabilityQueue.async { [weak self] in self?.notify(state, id: id) }
+    }
+
+    private func notify(_ state: ReachabilityState, id: Int) {
         listening.withLock { listening in
             guard listening?.id == id else { return }
             listening!.latest = state

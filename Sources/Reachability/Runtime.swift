@@ -80,6 +80,10 @@ protocol FeedBackend: AnyObject {
     func close(_ feed: Feed)
     /// One answer for `key`, without a watch.
     func query(_ key: TargetKey, _ completion: @escaping (Result<ReachabilityState, ReachabilityError>) -> Void)
+    /// Starts following the per-interface paths, publishing into `feed` (one per backend).
+    func openPath(_ feed: PathFeed)
+    /// Stops following them (the last subscriber left).
+    func closePath(_ feed: PathFeed)
 }
 
 /// The library's engine room: one loop thread per process, running the daemon
@@ -95,6 +99,9 @@ final class Runtime: @unchecked Sendable {
     private var inProcess: InProcessBackend?
     private var feeds: [ReachabilityMode: [TargetKey: Feed]] = [:]
     private var feedOfSubscriber: [Int: (ReachabilityMode, TargetKey)] = [:]
+    /// The per-interface paths, one feed per mode while anyone follows them (see PathFeed.swift).
+    var pathFeeds: [ReachabilityMode: PathFeed] = [:]
+    var pathFeedOfSubscriber: [Int: ReachabilityMode] = [:]
 
     private init() {
         // A library keeps quiet on the host program's standard error, unless asked.

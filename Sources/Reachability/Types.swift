@@ -5,6 +5,15 @@ import ReachabilityPlatform
 /// `SCNetworkReachabilityFlags`, bit for bit as Apple defines them; its
 /// `description` names the flags in words, as `scutil -r` does.
 public typealias ReachabilityFlags = ReachabilityCore.ReachabilityFlags
+/// Apple's name for the flags, so code written for SystemConfiguration (and
+/// Alamofire's manager) compiles unchanged.
+public typealias SCNetworkReachabilityFlags = ReachabilityFlags
+
+extension ReachabilityFlags {
+    /// Apple's other name for `connectionOnTraffic` (the same bit).
+    public static let connectionAutomatic = ReachabilityFlags.connectionOnTraffic
+}
+
 /// AFNetworking's `AFNetworkReachabilityStatus` (-1 unknown, 0, 1 WWAN, 2 Wi-Fi or Ethernet).
 public typealias ReachabilityStatus = ReachabilityCore.ReachabilityStatus
 /// The kind of the interface the traffic would leave through.

@@ -1,0 +1,101 @@
+/// The state of the network as one monitor sees it, with the Network
+/// framework's names: whether a path to the internet exists over the
+/// interfaces the monitor allows, which interfaces it can use, and what they
+/// offer. Paths are compared by every fact, so a monitor reports a new one
+/// only when something a program can observe changed.
+public struct NWPath: Equatable, Sendable, CustomDebugStringConvertible {
+    /// Whether the path can carry traffic.
+    public enum Status: Equatable, Sendable {
+        /// Traffic can leave over one of `availableInterfaces`.
+        case satisfied
+        /// No allowed interface has a route to the internet (or the connection is held
+        /// back: a captive portal, NetworkManager's connectivity check said none).
+        case unsatisfied
+        /// Not usable now, but a connection can come up on its own when traffic asks for
+        /// it (a dial-on-demand or VPN-on-demand connection).
+        case requiresConnection
+    }
+
+    /// Why a path is unsatisfied. Linux has no per-app policy that denies
+    /// cellular, Wi-Fi or local-network access and no VPN that must be active,
+    /// so the reason is always `notAvailable`; the other cases exist so that
+    /// code written for Apple's platforms compiles.
+    public enum UnsatisfiedReason: Equatable, Sendable {
+        /// No reason is given (the only one on Linux).
+        case notAvailable
+        /// The user has disabled cellular for this app (never on Linux).
+        case cellularDenied
+        /// The user has disabled Wi-Fi for this app (never on Linux).
+        case wifiDenied
+        /// The user has disabled local network access for this app (never on Linux).
+        case localNetworkDenied
+        /// A required VPN is not active (never on Linux).
+        case vpnInactive
+    }
+
+    public let status: Status
+    public let unsatisfiedReason: UnsatisfiedReason
+    /// The interfaces the path can use, in the kernel's order of preference: the
+    /// one traffic leaves through first. Those the monitor prohibits, or that do not
+    /// have the required type, are left out, and so are interfaces with no route to
+    /// the internet (down, no carrier, no address, no default route).
+    public let availableInterfaces: [NWInterface]
+    /// The path uses a metered connection (NetworkManager's "yes" or "guess-yes")
+    /// or a mobile broadband modem.
+    public let isExpensive: Bool
+    /// The user asked for the connection to be used sparingly: its NetworkManager
+    /// connection is metered "yes" by the user's own setting (the nearest Linux
+    /// has to Low Data Mode).
+    public let isConstrained: Bool
+    /// An available interface has a route to the internet for IPv4.
+    public let supportsIPv4: Bool
+    /// An available interface has a route to the internet for IPv6.
+    public let supportsIPv6: Bool
+    /// A name server is configured and the path has an interface to reach it.
+    public let supportsDNS: Bool
+    /// The next hops of the available interfaces' routes to the internet (port 0).
+    public let gateways: [NWEndpoint]
+    /// The interface types traffic on this path goes through: the first available
+    /// interface's, and for a tunnel, also that of the interface under it.
+    let usedTypes: Set<NWInterface.InterfaceType>
+
+    init(status: Status, availableInterfaces: [NWInterface] = [], usedTypes: Set<NWInterface.InterfaceType> = [],
+         isExpensive: Bool = false, isConstrained: Bool = false, supportsIPv4: Bool = false,
+         supportsIPv6: Bool = false, supportsDNS: Bool = false, gateways: [NWEndpoint] = []) {
+        self.status = status
+        unsatisfiedReason = .notAvailable
+        self.availableInterfaces = availableInterfaces
+        self.usedTypes = usedTypes
+        self.isExpensive = isExpensive
+        self.isConstrained = isConstrained
+        self.supportsIPv4 = supportsIPv4
+        self.supportsIPv6 = supportsIPv6
+        self.supportsDNS = supportsDNS
+        self.gateways = gateways
+    }
+
+    /// What a monitor reports before it has an answer: unsatisfied, no interface.
+    static let unsatisfied = NWPath(status: .unsatisfied)
+
+    /// Whether traffic on the path leaves through an interface of `type`: the
+    /// first available interface's type, and when that is a VPN or tunnel, also
+    /// the type of the interface its own packets leave through (a VPN over Wi-Fi
+    /// uses `.other` and `.wifi`). Never true for a path that is not satisfied.
+    public func usesInterfaceType(_ type: NWInterface.InterfaceType) -> Bool {
+        usedTypes.contains(type)
+    }
+
+    /// One line: status, interfaces, families, DNS and cost, like Apple's.
+    public var debugDescription: String {
+        var parts = ["\(status)"]
+        if !availableInterfaces.isEmpty {
+            parts.append("interface: " + availableInterfaces.map(\.name).joined(separator: ","))
+        }
+        if supportsIPv4 { parts.append("ipv4") }
+        if supportsIPv6 { parts.append("ipv6") }
+        if supportsDNS { parts.append("dns") }
+        if isExpensive { parts.append("expensive") }
+        if isConstrained { parts.append("constrained") }
+        return parts.joined(separator: ", ")
+    }
+}

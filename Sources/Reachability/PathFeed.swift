@@ -1,0 +1,74 @@
+import ReachabilityCore
+
+/// The per-interface paths (`PathState`) of one backend, shared by every path
+/// monitor in this process. Lives on the loop thread. Subscribers get the
+/// current state once it is a real answer, then every change.
+final class PathFeed {
+    private(set) var state = PathState.none
+    private(set) var isSettled = false
+    private var subscribers: [Int: @Sendable (PathState) -> Void] = [:]
+
+    var isEmpty: Bool { subscribers.isEmpty }
+
+    func add(_ id: Int, _ receive: @escaping @Sendable (PathState) -> Void) {
+        subscribers[id] = receive
+        if isSettled { receive(state) }
+    }
+
+    func remove(_ id: Int) { subscribers[id] = nil }
+
+    /// A new state from the backend; `settled` once it is a real answer.
+    func publish(_ new: PathState, settled: Bool) {
+        let changed = new != state || (settled && !isSettled)
+        state = new
+        isSettled = isSettled || settled
+        guard isSettled, changed else { return }
+        for receive in Array(subscribers.values) { receive(state) }
+    }
+}
+
+extension Runtime {
+    /// Adds a subscriber to the path feed of the mode the library would use
+    /// (the daemon when it is on the bus, else in-process); opened on first use.
+    func subscribePath(_ id: Int, _ receive: @escaping @Sendable (PathState) -> Void) {
+        guard case .success(let mode) = resolveMode(nil), case .success(let backend) = backend(mode) else {
+            // Nothing can watch the network here: the path is, and stays, unsatisfied.
+            return receive(.none)
+        }
+        pathFeedOfSubscriber[id] = mode
+        if let feed = pathFeeds[mode] { return feed.add(id, receive) }
+        let feed = PathFeed()
+        pathFeeds[mode] = feed
+        feed.add(id, receive)
+        backend.openPath(feed)
+    }
+
+    func unsubscribePath(_ id: Int) {
+        guard let mode = pathFeedOfSubscriber.removeValue(forKey: id), let feed = pathFeeds[mode] else { return }
+        feed.remove(id)
+        guard feed.isEmpty else { return }
+        pathFeeds[mode] = nil
+        try? backend(mode).get().closePath(feed)
+    }
+}
+
+/// The per-interface paths for the `NetworkPath` product (same package, not
+/// public API): the same runtime, backends and mode choice as the managers.
+package enum PathUpdates {
+    /// Calls `receive` on the library's thread with the current paths once they
+    /// are known, then with every change, until `unsubscribe` with the returned id.
+    /// `receive` must return quickly and must not block on the library.
+    package static func subscribe(_ receive: @escaping @Sendable (PathState) -> Void) -> Int {
+        let runtime = Runtime.shared
+        let id = runtime.newID()
+        runtime.loop.perform { runtime.subscribePath(id, receive) }
+        return id
+    }
+
+    /// Stops the subscription; the daemon's path object is released once no
+    /// monitor in this process follows it. Never inside the delivery that may call it.
+    package static func unsubscribe(_ id: Int) {
+        let runtime = Runtime.shared
+        runtime.loop.later { runtime.unsubscribePath(id) }
+    }
+}

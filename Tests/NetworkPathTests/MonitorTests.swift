@@ -1,0 +1,205 @@
+import Dispatch
+import Synchronization
+import Testing
+@testable import NetworkPath
+import ReachabilityCore
+
+/// A feed driven by the test: `send` delivers to every subscriber at once, the
+/// way the library's thread does; a new subscriber gets the latest state.
+private final class FakeFeed: Sendable {
+    private struct State {
+        var subscribers: [Int: @Sendable (PathState) -> Void] = [:]
+        var latest: PathState?
+        var nextID = 0
+        var unsubscribed: [Int] = []
+    }
+    private let state = Mutex(State())
+
+    var source: PathSource {
+        PathSource(
+            subscribe: { receive in
+                let (id, latest) = self.state.withLock { s in
+                    s.nextID += 1
+                    s.subscribers[s.nextID] = receive
+                    return (s.nextID, s.latest)
+                }
+                if let latest { receive(latest) }
+                return id
+            },
+            unsubscribe: { id in
+                self.state.withLock { s in
+                    s.subscribers[id] = nil
+                    s.unsubscribed.append(id)
+                }
+            })
+    }
+
+    func send(_ new: PathState) {
+        let receivers = state.withLock { s in
+            s.latest = new
+            return Array(s.subscribers.values)
+        }
+        for receive in receivers { receive(new) }
+    }
+
+    var subscriberCount: Int { state.withLock { $0.subscribers.count } }
+    var unsubscribed: [Int] { state.withLock { $0.unsubscribed } }
+}
+
+/// The paths a handler was given, in order.
+private final class Recorder: Sendable {
+    private let paths = Mutex<[NWPath]>([])
+    func record(_ path: NWPath) { paths.withLock { $0.append(path) } }
+    var all: [NWPath] { paths.withLock { $0 } }
+}
+
+private let eth0 = PathInterface(name: "eth0", index: 2, type: .ethernet, usableIPv4: true, gateways: ["192.0.2.1"])
+private let wlan0 = PathInterface(name: "wlan0", index: 3, type: .wifi, usableIPv4: true)
+private let wired = PathState(interfaces: [eth0], flags: [.reachable], dnsConfigured: true)
+private let both = PathState(interfaces: [eth0, wlan0], flags: [.reachable], dnsConfigured: true)
+
+@Suite("NWPathMonitor on a fake feed")
+struct MonitorTests {
+    private func drain(_ queue: DispatchQueue) { queue.sync {} }
+
+    @Test("the first path comes at once after start, then only changes")
+    func firstThenChanges() {
+        let feed = FakeFeed()
+        feed.send(wired)
+        let monitor = NWPathMonitor(.any, source: feed.source)
+        let recorder = Recorder()
+        monitor.pathUpdateHandler = { recorder.record($0) }
+        #expect(monitor.queue == nil)
+        #expect(monitor.currentPath.status == .unsatisfied)
+        let queue = DispatchQueue(label: "monitor")
+        monitor.start(queue: queue)
+        drain(queue)
+        #expect(recorder.all.map(\.status) == [.satisfied])
+        #expect(monitor.queue === queue)
+        #expect(monitor.currentPath.availableInterfaces.map(\.name) == ["eth0"])
+        // The same facts again, and facts this monitor cannot tell apart: nothing new.
+        feed.send(wired)
+        var flagsOnly = wired
+        flagsOnly.flags.insert(.isDirect)
+        feed.send(flagsOnly)
+        drain(queue)
+        #expect(recorder.all.count == 1)
+        feed.send(both)
+        feed.send(.none)
+        drain(queue)
+        #expect(recorder.all.map(\.availableInterfaces.count) == [1, 2, 0])
+        #expect(recorder.all.last?.status == .unsatisfied)
+        monitor.cancel()
+    }
+
+    @Test("an unsatisfied first answer is still reported")
+    func firstUnsatisfied() {
+        let feed = FakeFeed()
+        feed.send(.none)
+        let monitor = NWPathMonitor(.any, source: feed.source)
+        let recorder = Recorder()
+        monitor.pathUpdateHandler = { recorder.record($0) }
+        let queue = DispatchQueue(label: "monitor")
+        monitor.start(queue: queue)
+        drain(queue)
+        #expect(recorder.all == [NWPath.unsatisfied])
+        monitor.cancel()
+    }
+
+    @Test("a required type hears only what changes its own path")
+    func requiredTypeFilters() {
+        let feed = FakeFeed()
+        feed.send(wired)
+        let monitor = NWPathMonitor(PathRequirement(required: .wifi), source: feed.source)
+        let recorder = Recorder()
+        monitor.pathUpdateHandler = { recorder.record($0) }
+        let queue = DispatchQueue(label: "monitor")
+        monitor.start(queue: queue)
+        var rewired = wired
+        rewired.interfaces[0].gateways = ["192.0.2.254"]
+        feed.send(rewired)
+        feed.send(both)
+        drain(queue)
+        #expect(recorder.all.map(\.status) == [.unsatisfied, .satisfied])
+        #expect(recorder.all.last?.usesInterfaceType(.wifi) == true)
+        monitor.cancel()
+    }
+
+    @Test("cancel stops updates and gives the subscription back; start again does nothing")
+    func cancel() {
+        let feed = FakeFeed()
+        feed.send(wired)
+        let monitor = NWPathMonitor(.any, source: feed.source)
+        let recorder = Recorder()
+        monitor.pathUpdateHandler = { recorder.record($0) }
+        let queue = DispatchQueue(label: "monitor")
+        monitor.start(queue: queue)
+        monitor.start(queue: queue)
+        #expect(feed.subscriberCount == 1)
+        monitor.cancel()
+        #expect(feed.subscriberCount == 0)
+        feed.send(both)
+        monitor.start(queue: queue)
+        drain(queue)
+        #expect(recorder.all.count <= 1)
+        #expect(feed.subscriberCount == 0)
+    }
+
+    @Test("a monitor that goes away gives its subscription back")
+    func deinitUnsubscribes() {
+        let feed = FakeFeed()
+        do {
+            let monitor = NWPathMonitor(.any, source: feed.source)
+            monitor.start(queue: DispatchQueue(label: "monitor"))
+            #expect(feed.subscriberCount == 1)
+        }
+        #expect(feed.subscriberCount == 0)
+        #expect(feed.unsubscribed.count == 1)
+    }
+
+    @Test("the handler set after start still gets the first path")
+    func handlerAfterStart() {
+        let feed = FakeFeed()
+        let monitor = NWPathMonitor(.any, source: feed.source)
+        let queue = DispatchQueue(label: "monitor")
+        queue.suspend()
+        monitor.start(queue: queue)
+        feed.send(wired)
+        let recorder = Recorder()
+        monitor.pathUpdateHandler = { recorder.record($0) }
+        queue.resume()
+        drain(queue)
+        #expect(recorder.all.map(\.status) == [.satisfied])
+        monitor.cancel()
+    }
+
+    @Test("as an AsyncSequence: the current path, then changes, each once")
+    func sequence() async {
+        let feed = FakeFeed()
+        feed.send(wired)
+        let monitor = NWPathMonitor(.any, source: feed.source)
+        var iterator = monitor.makeAsyncIterator()
+        #expect(await iterator.next()?.availableInterfaces.map(\.name) == ["eth0"])
+        feed.send(wired)
+        feed.send(both)
+        #expect(await iterator.next()?.availableInterfaces.map(\.name) == ["eth0", "wlan0"])
+        #expect(feed.subscriberCount == 1)
+    }
+
+    @Test("for await over a monitor ends with its task and gives the subscription back")
+    func forAwait() async {
+        let feed = FakeFeed()
+        feed.send(wired)
+        let source = feed.source
+        let task = Task {
+            var seen = 0
+            for await _ in NWPathMonitor(.any, source: source) { seen += 1 }
+            return seen
+        }
+        while feed.subscriberCount == 0 { await Task.yield() }
+        task.cancel()
+        #expect(await task.value >= 0)
+        while feed.subscriberCount != 0 { await Task.yield() }
+        #expect(feed.unsubscribed.count == 1)
+    }
+}
