@@ -53,7 +53,7 @@ struct NetlinkParsingTests {
         #expect(onLink.0 == RouteFact(kind: .unicast, hasGateway: false, interfaceIndex: 4))
         let viaBody = try #require(Self.body(Self.viaGateway, type: Int32(RTM_NEWROUTE)))
         let via = try #require(Netlink.parseRoute(viaBody))
-        #expect(via.0 == RouteFact(kind: .unicast, hasGateway: true, interfaceIndex: 4))
+        #expect(via.0 == RouteFact(kind: .unicast, hasGateway: true, interfaceIndex: 4, gateway: "192.0.2.1"))
     }
 
     @Test("a link message: name, index, flags, operstate and type")
