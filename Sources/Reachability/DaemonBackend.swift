@@ -93,7 +93,7 @@ final class DaemonBackend: FeedBackend {
         guard let watch = watches.removeValue(forKey: ObjectIdentifier(feed)) else { return }
         watch.signal?.cancel()
         if case .input = feed.key, let path = watch.path {
-            call(Self.root, ServiceNames.managerInterface, Contract.Manager.release.name, [.objectPath(path)]) { _ in }
+            release(path)
         }
     }
 
@@ -148,7 +148,7 @@ final class DaemonBackend: FeedBackend {
                 }
                 guard self.watches[ObjectIdentifier(watch.feed)] === watch else {
                     // Closed meanwhile: give the target back.
-                    return self.call(Self.root, ServiceNames.managerInterface, Contract.Manager.release.name, [.objectPath(path)]) { _ in }
+                    return self.release(path)
                 }
                 self.attach(watch, at: path)
                 done(nil)
@@ -161,19 +161,13 @@ final class DaemonBackend: FeedBackend {
     private func attach(_ watch: Watch, at path: ObjectPath) {
         watch.path = path
         watch.isSettled = false
-        watch.signal = connection.subscribe(
-            sender: ServiceNames.busName, path: path, interface: Self.properties, member: "PropertiesChanged"
-        ) { values in
-            guard values.count >= 2, values[0].stringValue == ServiceNames.targetInterface,
-                case .dictionary(_, _, let changed) = values[1]
-            else { return }
-            watch.properties.merge(Self.dictionary(changed)) { $1 }
+        watch.signal = followProperties(at: path, of: ServiceNames.targetInterface) { changed in
+            watch.properties.merge(changed) { $1 }
             watch.publish()
         }
-        call(path, Self.properties, "GetAll", [.string(ServiceNames.targetInterface)]) { [weak self] result in
-            guard let self, case .success(let values) = result, case .dictionary(_, _, let entries)? = values.first
-            else { return }
-            watch.properties = Self.dictionary(entries)
+        readProperties(at: path, of: ServiceNames.targetInterface) { [weak self] result in
+            guard let self, case .success(let properties) = result else { return }
+            watch.properties = properties
             let state = ReachabilityState(properties: watch.properties)
             if state.flags == nil, case .input(.host) = watch.feed.key {
                 // A host just watched is being looked up: its first answer is the one after `Refresh`.
@@ -186,6 +180,37 @@ final class DaemonBackend: FeedBackend {
             watch.isSettled = true
             watch.publish()
         }
+    }
+
+    /// Follows `interface`'s properties at `path`: `changed` gets what each `PropertiesChanged`
+    /// carries (only from the service's current owner: `subscribe` checks the sender).
+    private func followProperties(at path: ObjectPath, of interface: String,
+                                  _ changed: @escaping ([String: DBusValue]) -> Void) -> SignalSubscription {
+        connection.subscribe(sender: ServiceNames.busName, path: path, interface: Self.properties,
+                             member: "PropertiesChanged") { values in
+            guard values.count >= 2, values[0].stringValue == interface,
+                case .dictionary(_, _, let entries) = values[1]
+            else { return }
+            changed(Self.dictionary(entries))
+        }
+    }
+
+    /// Every property of `interface` at `path` (`GetAll`).
+    private func readProperties(at path: ObjectPath, of interface: String,
+                                _ completion: @escaping (Result<[String: DBusValue], BusError>) -> Void) {
+        call(path, Self.properties, "GetAll", [.string(interface)]) { result in
+            completion(result.flatMap { values in
+                guard case .dictionary(_, _, let entries)? = values.first else {
+                    return .failure(.failed("unexpected reply to GetAll: \(values.signature)"))
+                }
+                return .success(Self.dictionary(entries))
+            })
+        }
+    }
+
+    /// Gives a target or the path object back (`Release`), without waiting for the answer.
+    private func release(_ path: ObjectPath) {
+        call(Self.root, ServiceNames.managerInterface, Contract.Manager.release.name, [.objectPath(path)]) { _ in }
     }
 
     // MARK: The path object
@@ -201,7 +226,7 @@ final class DaemonBackend: FeedBackend {
         pathWatch = nil
         watch.signal?.cancel()
         if let path = watch.path {
-            call(Self.root, ServiceNames.managerInterface, Contract.Manager.release.name, [.objectPath(path)]) { _ in }
+            release(path)
         }
     }
 
@@ -220,7 +245,7 @@ final class DaemonBackend: FeedBackend {
                 }
                 guard self.pathWatch === watch else {
                     // Closed meanwhile: give it back.
-                    return self.call(Self.root, ServiceNames.managerInterface, Contract.Manager.release.name, [.objectPath(path)]) { _ in }
+                    return self.release(path)
                 }
                 self.attachPath(watch, at: path)
             case .failure(let error):
@@ -233,22 +258,17 @@ final class DaemonBackend: FeedBackend {
     private func attachPath(_ watch: PathWatch, at path: ObjectPath) {
         watch.path = path
         watch.isSettled = false
-        watch.signal = connection.subscribe(
-            sender: ServiceNames.busName, path: path, interface: Self.properties, member: "PropertiesChanged"
-        ) { values in
-            guard values.count >= 2, values[0].stringValue == ServiceNames.pathInterface,
-                case .dictionary(_, _, let changed) = values[1]
-            else { return }
-            watch.properties.merge(Self.dictionary(changed)) { $1 }
+        watch.signal = followProperties(at: path, of: ServiceNames.pathInterface) { changed in
+            watch.properties.merge(changed) { $1 }
             watch.publish()
         }
-        call(path, Self.properties, "GetAll", [.string(ServiceNames.pathInterface)]) { [weak self] result in
+        readProperties(at: path, of: ServiceNames.pathInterface) { [weak self] result in
             guard let self, self.pathWatch === watch else { return }
-            guard case .success(let values) = result, case .dictionary(_, _, let entries)? = values.first else {
+            guard case .success(let properties) = result else {
                 Log.error("GetAll on \(path.rawValue): \(result)")
                 return watch.feed.publish(.none, settled: true)
             }
-            watch.properties = Self.dictionary(entries)
+            watch.properties = properties
             watch.isSettled = true
             watch.publish()
         }

@@ -13,10 +13,8 @@ synchronise. NetworkManager's connectivity check is forced with its
 CheckConnectivity method instead of waiting for its interval.
 """
 
-import fcntl
 import os
 import signal
-import struct
 import time
 
 import pytest
@@ -25,7 +23,7 @@ import harness
 from harness import (CONNECTION_REQUIRED, INTERVENTION_REQUIRED, MANAGER_IFACE, NM_STATE_CONNECTED_GLOBAL,
                      NM_STATE_DISCONNECTED, REACHABLE, ROOT_PATH, SERVICE, TARGET_IFACE, TRANSIENT_CONNECTION,
                      fmt_props)
-from test_kernel_backend import IFF_NO_PI, IFF_TUN, TUNSETIFF, fail_or_skip, network_namespace
+from test_kernel_backend import fail_or_skip, vpn_tun
 
 CONNECTED = {
     "Kind": "internet",
@@ -325,13 +323,7 @@ def test_vpn_tun_default_route_added_by_hand(online):
     mark = recorder.mark()
     tun = None
     try:
-        lab.ip_nm("tuntap", "add", "dev", "tun0", "mode", "tun")
-        with network_namespace(lab.ns_nm):
-            tun = os.open("/dev/net/tun", os.O_RDWR | os.O_CLOEXEC)
-        fcntl.ioctl(tun, TUNSETIFF, struct.pack("16sH", b"tun0", IFF_TUN | IFF_NO_PI))
-        lab.ip_nm("addr", "add", "203.0.113.2/24", "dev", "tun0")
-        lab.ip_nm("link", "set", "tun0", "up")
-        lab.ip_nm("route", "add", "default", "dev", "tun0", "metric", "20")
+        tun = vpn_tun(lab.ip_nm, lab.ns_nm)
         vpn = dict(CONNECTED, Flags=TRANSIENT_CONNECTION | REACHABLE, Vpn=True, Interface="tun0",
                    InterfaceType="other", ReachableViaEthernet=False)
         recorder.wait_answer(vpn, "the VPN answer through tun0", mark=mark)

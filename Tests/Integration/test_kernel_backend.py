@@ -132,6 +132,30 @@ def daemon_args(*extra: str) -> list:
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
 
+def attach_tun(namespace: str, name: str) -> int:
+    """Attach to the tun device ``name`` in ``namespace``, as a VPN client does: it gets
+    carrier while the returned file is open."""
+    with network_namespace(namespace):
+        fd = os.open("/dev/net/tun", os.O_RDWR | os.O_CLOEXEC)
+    try:
+        fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", name.encode(), IFF_TUN | IFF_NO_PI))
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def vpn_tun(ip, namespace: str, name: str = "tun0", address: str = "203.0.113.2/24", metric: str = "20") -> int:
+    """A VPN client's tun device in ``namespace`` (``ip`` runs there): attached (carrier), with
+    ``address`` and a default route of ``metric``. Returns the file that keeps it attached."""
+    ip("tuntap", "add", "dev", name, "mode", "tun")
+    fd = attach_tun(namespace, name)
+    ip("addr", "add", address, "dev", name)
+    ip("link", "set", name, "up")
+    ip("route", "add", "default", "dev", name, "metric", metric)
+    return fd
+
+
 @contextlib.contextmanager
 def network_namespace(name: str):
     """Run the body with the calling thread in the named network namespace
@@ -290,13 +314,7 @@ class KernelLab(harness.Lab):
 
     def attach_tun(self, name: str) -> int:
         """Attach to the tun device ``name`` in A, as a VPN client does: it gets carrier. Returns the fd."""
-        with network_namespace(self.ns_a):
-            fd = os.open("/dev/net/tun", os.O_RDWR | os.O_CLOEXEC)
-        try:
-            fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", name.encode(), IFF_TUN | IFF_NO_PI))
-        except OSError:
-            os.close(fd)
-            raise
+        fd = attach_tun(self.ns_a, name)
         self.tun_files.append(fd)
         return fd
 

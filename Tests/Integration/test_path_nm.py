@@ -9,16 +9,14 @@ DnsConfigured false. Carrier loss is the peer going down. Each change is
 announced by exactly one PropertiesChanged of the Path interface.
 """
 
-import fcntl
 import os
-import struct
 
 import pytest
 
 import harness
 from harness import MANAGER_IFACE, NM_IFNAME, REACHABLE, ROOT_PATH, SERVICE, TRANSIENT_CONNECTION, UPSTREAM_V4, \
     UPSTREAM_V6
-from test_kernel_backend import IFF_NO_PI, IFF_TUN, TUNSETIFF, fail_or_skip, network_namespace
+from test_kernel_backend import fail_or_skip, vpn_tun
 
 PATH_PATH = ROOT_PATH + "/path"
 PATH_IFACE = SERVICE + ".Path"
@@ -137,13 +135,7 @@ def test_vpn_tun_beside_networkmanager(path_online):
     mark = online.recorder.mark()
     tun = None
     try:
-        lab.ip_nm("tuntap", "add", "dev", "tun0", "mode", "tun")
-        with network_namespace(lab.ns_nm):
-            tun = os.open("/dev/net/tun", os.O_RDWR | os.O_CLOEXEC)
-        fcntl.ioctl(tun, TUNSETIFF, struct.pack("16sH", b"tun0", IFF_TUN | IFF_NO_PI))
-        lab.ip_nm("addr", "add", "203.0.113.2/24", "dev", "tun0")
-        lab.ip_nm("link", "set", "tun0", "up")
-        lab.ip_nm("route", "add", "default", "dev", "tun0", "metric", "20")
+        tun = vpn_tun(lab.ip_nm, lab.ns_nm)
         tun_index = int(lab.ip_nm("-o", "link", "show", "tun0").stdout.split(":", 1)[0])
         online.wait({"Interfaces": [("tun0", tun_index, "other", True, True, False, []),
                                     connected(online)["Interfaces"][0]],
