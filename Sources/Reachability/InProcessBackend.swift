@@ -2,11 +2,11 @@ import ReachabilityBus
 import ReachabilityCore
 import ReachabilityPlatform
 
-/// Answers from the daemon's own engine, running in this process: facts from
+/// Answers from the daemon's own evaluator, running in this process: facts from
 /// NetworkManager (libnm) while it runs, else from the kernel; routes from
 /// rtnetlink; names through GLib's resolver. Used when no daemon is on the bus.
 final class InProcessBackend: FeedBackend {
-    private let engine = TargetEvaluator(refreshInterval: 300)
+    private let evaluator = TargetEvaluator(refreshInterval: 300)
     private var targets: [ObjectIdentifier: FeedTarget] = [:]
     /// Work waiting for the first facts.
     private var waitingForFacts: [() -> Void] = []
@@ -35,24 +35,24 @@ final class InProcessBackend: FeedBackend {
         override func didChange(from old: TargetState) { publish() }
         override func lookupSettled() { publish() }
 
-        func publish() { feed.publish(state, settled: backend.engine.hasFacts && isSettled) }
+        func publish() { feed.publish(state, settled: backend.evaluator.hasFacts && isSettled) }
     }
 
     init() throws(ReachabilityError) {
-        engine.targets = { [unowned self] in Array(self.targets.values) }
-        engine.onPathChanged = { [unowned self] state in
-            self.pathFeed?.publish(state, settled: self.engine.hasFacts)
+        evaluator.targets = { [unowned self] in Array(self.targets.values) }
+        evaluator.onPathChanged = { [unowned self] state in
+            self.pathFeed?.publish(state, settled: self.evaluator.hasFacts)
         }
-        engine.onEvaluated = { [unowned self] in
+        evaluator.onEvaluated = { [unowned self] in
             for target in self.targets.values { target.publish() }
             // The first evaluation settles the path (`onPathChanged` says nothing if it is still `.none`).
-            self.pathFeed?.publish(self.engine.pathState, settled: true)
+            self.pathFeed?.publish(self.evaluator.pathState, settled: true)
             let waiting = self.waitingForFacts
             self.waitingForFacts = []
             for work in waiting { work() }
         }
         do {
-            try engine.start(mode: .auto)
+            try evaluator.start(mode: .auto)
         } catch {
             throw .serviceUnavailable("cannot watch the kernel's network state: \(error)")
         }
@@ -61,8 +61,8 @@ final class InProcessBackend: FeedBackend {
     func open(_ feed: Feed) {
         let target = FeedTarget(feed: feed, backend: self)
         targets[ObjectIdentifier(feed)] = target
-        if engine.hasFacts { target.update(engine.state(of: target)) }
-        engine.resolve(target)
+        if evaluator.hasFacts { target.update(evaluator.state(of: target)) }
+        evaluator.resolve(target)
         hostTargetsChanged()
         feed.opened(nil)
         target.publish()
@@ -74,31 +74,31 @@ final class InProcessBackend: FeedBackend {
     }
 
     private func hostTargetsChanged() {
-        engine.hostTargetsChanged(count: targets.values.lazy.filter { $0.kind == .host }.count)
+        evaluator.hostTargetsChanged(count: targets.values.lazy.filter { $0.kind == .host }.count)
     }
 
-    /// The engine evaluates the paths only while this feed exists; once it has
+    /// The evaluator evaluates the paths only while this feed exists; once it has
     /// facts, setting `isPathWanted` makes `pathState` current at once.
     func openPath(_ feed: PathFeed) {
         pathFeed = feed
-        engine.isPathWanted = true
-        if engine.hasFacts { feed.publish(engine.pathState, settled: true) }
+        evaluator.isPathWanted = true
+        if evaluator.hasFacts { feed.publish(evaluator.pathState, settled: true) }
     }
 
     func closePath(_ feed: PathFeed) {
         guard pathFeed === feed else { return }
         pathFeed = nil
-        engine.isPathWanted = false
+        evaluator.isPathWanted = false
     }
 
-    func query(_ key: TargetKey, _ completion: @escaping (Result<ReachabilityState, ReachabilityError>) -> Void) {
+    func query(_ key: FeedKey, _ completion: @escaping (Result<ReachabilityState, ReachabilityError>) -> Void) {
         let answer = { [unowned self] in
             switch key {
-            case .internet: completion(.success(self.engine.internetState))
-            case .input(.address(let address)): completion(.success(self.engine.state(of: address)))
-            case .input(.host(let name)): self.engine.evaluate(host: name) { completion(.success($0)) }
+            case .internet: completion(.success(self.evaluator.internetState))
+            case .input(.address(let address)): completion(.success(self.evaluator.state(of: address)))
+            case .input(.host(let name)): self.evaluator.evaluate(host: name) { completion(.success($0)) }
             }
         }
-        if engine.hasFacts { answer() } else { waitingForFacts.append(answer) }
+        if evaluator.hasFacts { answer() } else { waitingForFacts.append(answer) }
     }
 }

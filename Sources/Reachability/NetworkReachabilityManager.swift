@@ -72,7 +72,7 @@ open class NetworkReachabilityManager: @unchecked Sendable {
     public let target: ReachabilityTarget
     /// Where its answers come from.
     public let mode: ReachabilityMode
-    let key: TargetKey
+    let key: FeedKey
 
     private struct Listening {
         let id: Int
@@ -225,7 +225,7 @@ public struct ReachabilityUpdates: AsyncSequence, Sendable {
     public typealias Element = ReachabilityState
     public typealias Failure = ReachabilityError
 
-    let key: TargetKey
+    let key: FeedKey
     let mode: ReachabilityMode
 
     public struct AsyncIterator: AsyncIteratorProtocol {

@@ -23,14 +23,14 @@ struct Subscriber: Sendable {
 /// Lives on the loop thread. Subscribers get the current state once it is a
 /// real answer, then every change.
 final class Feed {
-    let key: TargetKey
+    let key: FeedKey
     private(set) var state: ReachabilityState = .unknown
     private(set) var isSettled = false
     private var subscribers: [Int: Subscriber] = [:]
     /// Callers waiting to learn whether the watch could be set up.
     private var opening: [(ReachabilityError?) -> Void]? = []
 
-    init(key: TargetKey) { self.key = key }
+    init(key: FeedKey) { self.key = key }
 
     var isEmpty: Bool { subscribers.isEmpty }
 
@@ -79,7 +79,7 @@ protocol FeedBackend: AnyObject {
     /// Stops watching (the last subscriber left).
     func close(_ feed: Feed)
     /// One answer for `key`, without a watch.
-    func query(_ key: TargetKey, _ completion: @escaping (Result<ReachabilityState, ReachabilityError>) -> Void)
+    func query(_ key: FeedKey, _ completion: @escaping (Result<ReachabilityState, ReachabilityError>) -> Void)
     /// Starts following the per-interface paths, publishing into `feed` (one per backend).
     func openPath(_ feed: PathFeed)
     /// Stops following them (the last subscriber left).
@@ -97,8 +97,8 @@ final class Runtime: @unchecked Sendable {
     // Loop thread only:
     private var daemon: DaemonBackend?
     private var inProcess: InProcessBackend?
-    private var feeds: [ReachabilityMode: [TargetKey: Feed]] = [:]
-    private var feedOfSubscriber: [Int: (ReachabilityMode, TargetKey)] = [:]
+    private var feeds: [ReachabilityMode: [FeedKey: Feed]] = [:]
+    private var feedOfSubscriber: [Int: (ReachabilityMode, FeedKey)] = [:]
     /// The per-interface paths, one feed per mode while anyone follows them (see PathFeed.swift).
     var pathFeeds: [ReachabilityMode: PathFeed] = [:]
     var pathFeedOfSubscriber: [Int: ReachabilityMode] = [:]
@@ -183,7 +183,7 @@ final class Runtime: @unchecked Sendable {
     }
 
     /// Adds a subscriber to the feed of `key` (created and opened on first use).
-    func subscribe(_ id: Int, key: TargetKey, mode: ReachabilityMode, _ subscriber: Subscriber,
+    func subscribe(_ id: Int, key: FeedKey, mode: ReachabilityMode, _ subscriber: Subscriber,
                    established: @escaping (ReachabilityError?) -> Void) {
         let backend: FeedBackend
         switch self.backend(mode) {
@@ -213,7 +213,7 @@ final class Runtime: @unchecked Sendable {
         try? backend(mode).get().close(feed)
     }
 
-    func query(_ key: TargetKey, mode: ReachabilityMode,
+    func query(_ key: FeedKey, mode: ReachabilityMode,
                _ completion: @escaping (Result<ReachabilityState, ReachabilityError>) -> Void) {
         switch backend(mode) {
         case .success(let backend): backend.query(key, completion)

@@ -49,7 +49,7 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Validates and normalises, exactly as the daemon does.
-    func key() throws(ReachabilityError) -> TargetKey {
+    func key() throws(ReachabilityError) -> FeedKey {
         do {
             switch self {
             case .internet: return .internet
@@ -63,7 +63,7 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// What a watch is keyed by: the internet or a normalised host or address.
-enum TargetKey: Hashable, Sendable {
+enum FeedKey: Hashable, Sendable {
     case internet
     case input(TargetInput)
 

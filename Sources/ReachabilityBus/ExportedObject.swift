@@ -2,14 +2,13 @@ import ReachabilityLoop
 
 /// An interface table with its owner's type erased, built once per table and
 /// shared by every object exported with it.
-final class ErasedInterface: @unchecked Sendable {
-    // Safety: immutable after init; its closures are @Sendable table entries.
-    struct ErasedMethod {
+final class ErasedInterface: Sendable {
+    struct ErasedMethod: Sendable {
         let input: String
         let output: String
         let invoke: @Sendable (AnyObject, MethodCall) throws(BusError) -> [DBusValue]?
     }
-    struct ErasedProperty {
+    struct ErasedProperty: Sendable {
         let name: String
         let signature: String
         let emits: EmitsChanged

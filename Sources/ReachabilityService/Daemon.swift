@@ -35,7 +35,7 @@ public final class Daemon {
     private let manager: ManagerObject
     private let registry: TargetRegistry
     private let paths: PathRegistry
-    private let evaluator: Evaluator
+    private let requests: EvaluationRequests
     private let internet = TargetObject(kind: .internet, name: "")
     private var signalSources: [SourceHandle] = []
     private var exitCode: Int32 = 0
@@ -49,11 +49,11 @@ public final class Daemon {
         } catch {
             throw .failure(error.message)
         }
-        evaluator = Evaluator(refreshInterval: options.refreshInterval)
+        requests = EvaluationRequests(refreshInterval: options.refreshInterval)
         registry = TargetRegistry(connection: connection, perClientLimit: options.maximumTargetsPerClient,
                                   globalLimit: options.maximumTargets)
-        paths = PathRegistry(connection: connection, engine: evaluator.engine)
-        manager = ManagerObject(registry: registry, paths: paths, evaluator: evaluator)
+        paths = PathRegistry(connection: connection, evaluator: requests.evaluator)
+        manager = ManagerObject(registry: registry, paths: paths, requests: requests)
         // Objects first, so that whoever sees the name appear finds them.
         let root = connection.export(at: Names.rootPath, interfaces: [
             ManagerObject.interface.bound(to: manager),
@@ -61,7 +61,7 @@ public final class Daemon {
         ])
         manager.exported = root
         internet.exported = root
-        internet.refresher = evaluator
+        internet.refresher = requests
         connection.addObjectManager(at: Names.rootPath)
         // Before the name is ours: whoever sees it may stop us at once, and must get a clean exit.
         for signal in [SIGTERM, SIGINT] {
@@ -95,26 +95,26 @@ public final class Daemon {
             self.registry.releaseAll(client: name)
             self.paths.releaseAll(client: name)
         }
-        let engine = evaluator.engine
+        let evaluator = requests.evaluator
         // Evaluated before it is exported: its first announcement is its real state (Status -1
         // only while a host's first lookup is in flight or nothing is known yet).
         registry.onCreated = { [unowned self] target in
-            target.refresher = self.evaluator
-            target.update(engine.state(of: target))
+            target.refresher = self.requests
+            target.update(evaluator.state(of: target))
         }
         registry.onAdded = { [unowned self] target in
-            engine.resolve(target)
-            engine.hostTargetsChanged(count: self.registry.hostCount)
+            evaluator.resolve(target)
+            evaluator.hostTargetsChanged(count: self.registry.hostCount)
         }
-        registry.onRemoved = { [unowned self] _ in engine.hostTargetsChanged(count: self.registry.hostCount) }
-        engine.targets = { [unowned self] in [self.internet] + Array(self.registry.objects.values) }
-        engine.onReload = { [unowned self] facts in
+        registry.onRemoved = { [unowned self] _ in evaluator.hostTargetsChanged(count: self.registry.hostCount) }
+        evaluator.targets = { [unowned self] in [self.internet] + Array(self.registry.objects.values) }
+        evaluator.onReload = { [unowned self] facts in
             guard self.manager.backend != facts.backend else { return }
             Log.info("backend: \(facts.backend.rawValue) (mode \(self.backendMode.rawValue))")
             self.manager.backend = facts.backend
         }
         do {
-            try engine.start(mode: backendMode)
+            try evaluator.start(mode: backendMode)
         } catch {
             throw .failure("cannot watch the kernel's network state: \(error)")
         }

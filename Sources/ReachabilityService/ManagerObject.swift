@@ -13,12 +13,12 @@ public final class ManagerObject {
     weak var exported: ExportedObject?
     let registry: TargetRegistry
     let paths: PathRegistry
-    let evaluator: Evaluator
+    let requests: EvaluationRequests
 
-    init(registry: TargetRegistry, paths: PathRegistry, evaluator: Evaluator) {
+    init(registry: TargetRegistry, paths: PathRegistry, requests: EvaluationRequests) {
         self.registry = registry
         self.paths = paths
-        self.evaluator = evaluator
+        self.requests = requests
     }
 
     /// The `…Manager` interface: every member declared once, here.
@@ -48,7 +48,7 @@ public final class ManagerObject {
             Method(Contract.Manager.query) { manager, call throws(BusError) in
                 let text = try call.string(0)
                 let input = text.isEmpty ? nil : try TargetInput.validHost(text)
-                return try manager.evaluator.query(
+                return try manager.requests.query(
                     input, watched: input.flatMap(manager.registry.object(for:)), call: call)
             },
         ],

@@ -11,15 +11,15 @@ final class PathRegistry {
     /// Unowned: the daemon owns the connection, and the connection (through the root
     /// object's Manager interface) owns this registry.
     private unowned let connection: BusConnection
-    private let engine: TargetEvaluator
+    private let evaluator: TargetEvaluator
     /// One key, the path object's path: a client holds it or not.
     private var holders = HolderRegistry<ObjectPath>(perClientLimit: 1, globalLimit: 1)
     private(set) var object: PathObject?
 
-    init(connection: BusConnection, engine: TargetEvaluator) {
+    init(connection: BusConnection, evaluator: TargetEvaluator) {
         self.connection = connection
-        self.engine = engine
-        engine.onPathChanged = { [unowned self] state in self.object?.update(state) }
+        self.evaluator = evaluator
+        evaluator.onPathChanged = { [unowned self] state in self.object?.update(state) }
     }
 
     /// Makes `client` a holder; the first holder gets an object evaluated before it is exported.
@@ -27,8 +27,8 @@ final class PathRegistry {
         // Neither limit can be reached: one key, held at most once per client.
         _ = try? holders.hold(Names.pathPath, client: client)
         if object == nil {
-            engine.isPathWanted = true
-            let object = PathObject(state: engine.pathState)
+            evaluator.isPathWanted = true
+            let object = PathObject(state: evaluator.pathState)
             self.object = object
             object.exported = connection.export(object, at: Names.pathPath, interfaces: [PathObject.interface])
         }
@@ -54,7 +54,7 @@ final class PathRegistry {
     private func remove() {
         guard object != nil else { return }
         object = nil
-        engine.isPathWanted = false
+        evaluator.isPathWanted = false
         connection.unexport(Names.pathPath)
     }
 }

@@ -2,27 +2,27 @@ import ReachabilityBus
 import ReachabilityCore
 import ReachabilityPlatform
 
-/// The bus side of evaluation: `Refresh` and `Query`, on top of the engine
+/// The bus side of evaluation: `Refresh` and `Query`, on top of the evaluator
 /// the client library's in-process mode shares.
-final class Evaluator: TargetRefreshing {
-    let engine: TargetEvaluator
+final class EvaluationRequests: TargetRefreshing {
+    let evaluator: TargetEvaluator
     /// Unwatched-host `Query` lookups in flight, by caller.
     private var queries: [String: Int] = [:]
     static let maximumQueriesPerClient = 64
     static let maximumQueries = 1024
 
     init(refreshInterval: UInt32) {
-        engine = TargetEvaluator(refreshInterval: refreshInterval)
+        evaluator = TargetEvaluator(refreshInterval: refreshInterval)
     }
 
     /// `Refresh`: re-read everything; a host answers once its new lookup is done.
     func refresh(_ target: TargetObject, call: MethodCall) -> [DBusValue]? {
-        engine.reload(everything: true)
-        target.update(engine.state(of: target))
-        engine.reloaded()
+        evaluator.reload(everything: true)
+        target.update(evaluator.state(of: target))
+        evaluator.reloaded()
         guard target.kind == .host else { return target.refreshReply }
         target.waitingCalls.append(call)
-        engine.resolve(target)
+        evaluator.resolve(target)
         return nil
     }
 
@@ -33,11 +33,11 @@ final class Evaluator: TargetRefreshing {
         func reply(_ state: TargetState) -> [DBusValue] {
             [.uint32(state.exportedFlags.rawValue), .int32(state.status.rawValue), state.details]
         }
-        guard let input else { return reply(engine.internetState) }
+        guard let input else { return reply(evaluator.internetState) }
         if let watched, watched.state.flags != nil { return reply(watched.state) }
         switch input {
         case .address(let address):
-            return reply(engine.state(of: address))
+            return reply(evaluator.state(of: address))
         case .host(let name):
             let client = call.sender
             guard queries[client, default: 0] < Self.maximumQueriesPerClient,
@@ -48,7 +48,7 @@ final class Evaluator: TargetRefreshing {
                         + "\(Self.maximumQueries) in all); watch the host instead, or wait for the answers")
             }
             queries[client, default: 0] += 1
-            engine.evaluate(host: name) { [unowned self] state in
+            evaluator.evaluate(host: name) { [unowned self] state in
                 self.queries[client, default: 1] -= 1
                 if self.queries[client] == 0 { self.queries[client] = nil }
                 call.reply(reply(state))
