@@ -7,50 +7,16 @@ import ReachabilityPlatform
 /// rtnetlink; names through GLib's resolver. Used when no daemon is on the bus.
 final class InProcessBackend: FeedBackend {
     private let evaluator = TargetEvaluator(refreshInterval: 300)
-    private var targets: [ObjectIdentifier: FeedTarget] = [:]
+    /// The target evaluated for each feed, and the feed of each target.
+    private var targets: [ObjectIdentifier: WatchedTarget] = [:]
+    private var feedsByTarget: [ObjectIdentifier: Feed] = [:]
     /// Work waiting for the first facts.
     private var waitingForFacts: [() -> Void] = []
     /// The path feed, while a path monitor in this process runs.
     private var pathFeed: PathFeed?
 
-    /// A target whose every new state goes to its feed.
-    private final class FeedTarget: WatchedTarget {
-        unowned let feed: Feed
-        unowned let backend: InProcessBackend
-
-        init(feed: Feed, backend: InProcessBackend) {
-            self.feed = feed
-            self.backend = backend
-            switch feed.key {
-            case .internet: super.init(kind: .internet, name: "")
-            case .input(let input):
-                if case .address(let address) = input {
-                    super.init(kind: .address, name: input.name, address: address)
-                } else {
-                    super.init(kind: .host, name: input.name)
-                }
-            }
-        }
-
-        override func didChange(from old: TargetState) { publish() }
-        override func lookupSettled() { publish() }
-
-        func publish() { feed.publish(state, settled: backend.evaluator.hasFacts && isSettled) }
-    }
-
     init() throws(ReachabilityError) {
-        evaluator.targets = { [unowned self] in Array(self.targets.values) }
-        evaluator.onPathChanged = { [unowned self] state in
-            self.pathFeed?.publish(state, settled: self.evaluator.hasFacts)
-        }
-        evaluator.onEvaluated = { [unowned self] in
-            for target in self.targets.values { target.publish() }
-            // The first evaluation settles the path (`onPathChanged` says nothing if it is still `.none`).
-            self.pathFeed?.publish(self.evaluator.pathState, settled: true)
-            let waiting = self.waitingForFacts
-            self.waitingForFacts = []
-            for work in waiting { work() }
-        }
+        evaluator.sink = self
         do {
             try evaluator.start(mode: .auto)
         } catch {
@@ -59,18 +25,30 @@ final class InProcessBackend: FeedBackend {
     }
 
     func open(_ feed: Feed) {
-        let target = FeedTarget(feed: feed, backend: self)
+        let target: WatchedTarget =
+            switch feed.key {
+            case .internet: WatchedTarget()
+            case .input(let input): WatchedTarget(input)
+            }
         targets[ObjectIdentifier(feed)] = target
-        if evaluator.hasFacts { target.update(evaluator.state(of: target)) }
+        feedsByTarget[ObjectIdentifier(target)] = feed
+        if evaluator.hasFacts { evaluator.apply(evaluator.state(of: target), to: target) }
         evaluator.resolve(target)
         hostTargetsChanged()
         feed.opened(nil)
-        target.publish()
+        publish(target)
     }
 
     func close(_ feed: Feed) {
-        targets.removeValue(forKey: ObjectIdentifier(feed))?.cancel()
+        guard let target = targets.removeValue(forKey: ObjectIdentifier(feed)) else { return }
+        feedsByTarget[ObjectIdentifier(target)] = nil
+        target.cancel()
         hostTargetsChanged()
+    }
+
+    /// The target's state to its feed; settled once the facts were read and a host's first lookup ended.
+    private func publish(_ target: WatchedTarget) {
+        feedsByTarget[ObjectIdentifier(target)]?.publish(target.state, settled: evaluator.hasFacts && target.isSettled)
     }
 
     private func hostTargetsChanged() {
@@ -100,5 +78,25 @@ final class InProcessBackend: FeedBackend {
             }
         }
         if evaluator.hasFacts { answer() } else { waitingForFacts.append(answer) }
+    }
+}
+
+/// Evaluation results go to the feeds.
+extension InProcessBackend: EvaluationSink {
+    var evaluatedTargets: [WatchedTarget] { Array(targets.values) }
+
+    func targetChanged(_ target: WatchedTarget, from old: TargetState) { publish(target) }
+
+    func lookupSettled(_ target: WatchedTarget) { publish(target) }
+
+    func pathChanged(_ state: PathState) { pathFeed?.publish(state, settled: evaluator.hasFacts) }
+
+    func evaluationFinished() {
+        for target in targets.values { publish(target) }
+        // The first evaluation settles the path (`pathChanged` says nothing if it is still `.none`).
+        pathFeed?.publish(evaluator.pathState, settled: true)
+        let waiting = waitingForFacts
+        waitingForFacts = []
+        for work in waiting { work() }
     }
 }

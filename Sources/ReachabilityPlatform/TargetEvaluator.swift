@@ -18,12 +18,8 @@ public final class TargetEvaluator {
     private var refreshTimer: SourceHandle?
     private let refreshInterval: UInt32
 
-    /// Every target to evaluate after a change.
-    public var targets: () -> [WatchedTarget] = { [] }
-    /// Called after every reload with the new facts (the daemon shows their backend).
-    public var onReload: ((NetworkFacts) -> Void)?
-    /// Called after every target was evaluated following a change.
-    public var onEvaluated: (() -> Void)?
+    /// Where every result goes (weak: the sink owns this evaluator).
+    public weak var sink: EvaluationSink?
 
     /// Whether anybody wants the per-interface paths (the `Path` interface): they are
     /// evaluated after each change only while this is set, and at once when it is
@@ -41,8 +37,6 @@ public final class TargetEvaluator {
     }
     /// The per-interface paths, as of the last evaluation while `isPathWanted` was set.
     public private(set) var pathState = PathState.none
-    /// Called after an evaluation that changed `pathState`.
-    public var onPathChanged: ((PathState) -> Void)?
     /// How many times the paths were evaluated: an in-process test can check that none
     /// happens while they are not wanted (the daemon logs each one with `--verbose`).
     public private(set) var pathEvaluations = 0
@@ -77,7 +71,7 @@ public final class TargetEvaluator {
                 facts.underlayRoutes = underlayRoutes()
             }
         }
-        onReload?(facts)
+        sink?.factsReloaded(facts)
     }
 
     /// The kernel's routes to the first internet destination of each family for
@@ -116,13 +110,12 @@ public final class TargetEvaluator {
         let start = MonotonicClock.microseconds()
         reload()
         hasFacts = true
-        let targets = self.targets()
+        let targets = sink?.evaluatedTargets ?? []
         prefetchRoutes(for: targets)
         let states = targets.map { state(of: $0) }
         let evaluated = MonotonicClock.microseconds()
         var changed = 0
-        for (target, state) in zip(targets, states) where state != target.state {
-            target.update(state)
+        for (target, state) in zip(targets, states) where apply(state, to: target) {
             changed += 1
         }
         let announced = MonotonicClock.microseconds()
@@ -131,7 +124,15 @@ public final class TargetEvaluator {
         if isPathWanted { evaluatePath() }
         // Announced first; then the names are looked up again.
         for target in targets where target.kind == .host { resolve(target) }
-        onEvaluated?()
+        sink?.evaluationFinished()
+    }
+
+    /// Gives `target` a new state; tells the sink, and returns true, when it changed.
+    @discardableResult
+    public func apply(_ state: TargetState, to target: WatchedTarget) -> Bool {
+        guard let old = target.update(state) else { return false }
+        sink?.targetChanged(target, from: old)
+        return true
     }
 
     // MARK: Paths per interface
@@ -143,7 +144,7 @@ public final class TargetEvaluator {
     }
 
     /// Evaluates the `Path` facts from the current facts, asking the kernel for
-    /// each link's bound routes, and reports a change through `onPathChanged`.
+    /// each link's bound routes, and tells the sink of a change.
     private func evaluatePath() {
         let start = MonotonicClock.microseconds()
         let state: PathState
@@ -157,7 +158,7 @@ public final class TargetEvaluator {
         pathState = state
         Log.debug("path evaluated in \(Double(MonotonicClock.microseconds() - start) / 1000) ms"
                   + (changed ? "; changed" : "; unchanged"))
-        if changed { onPathChanged?(state) }
+        if changed { sink?.pathChanged(state) }
     }
 
     /// Every usable link's routes to the first internet destination of each family,
@@ -268,14 +269,14 @@ public final class TargetEvaluator {
         target.lookup = resolver.lookup(target.name) { [unowned self, unowned target] result in
             target.lookup = nil
             target.resolution = Self.resolution(result)
-            target.update(self.state(of: target))
+            self.apply(self.state(of: target), to: target)
             if target.lookupAgain {
                 // Whoever waits for a fresh answer waits for the next lookup.
                 target.lookupAgain = false
                 self.resolve(target)
                 return
             }
-            target.lookupSettled()
+            self.sink?.lookupSettled(target)
         }
     }
 
@@ -293,7 +294,7 @@ public final class TargetEvaluator {
             refreshTimer = nil
         } else if refreshTimer == nil {
             refreshTimer = Sources.every(seconds: refreshInterval) { [unowned self] in
-                for target in self.targets() where target.kind == .host { self.resolve(target) }
+                for target in self.sink?.evaluatedTargets ?? [] where target.kind == .host { self.resolve(target) }
                 return true
             }
         }

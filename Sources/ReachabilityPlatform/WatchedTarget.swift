@@ -1,9 +1,9 @@
 import ReachabilityCore
 
 /// One target being evaluated — the internet, a host or an address — by a
-/// `TargetEvaluator`. Its owner (the daemon's exported object, or the client
-/// library's in-process watch) subclasses it to hear of every new state.
-open class WatchedTarget {
+/// `TargetEvaluator`, which alone changes its state and its lookup, and tells its
+/// `EvaluationSink` what changed.
+public final class WatchedTarget {
     /// How far the resolution of a host target has come.
     public enum Resolution: Equatable, Sendable {
         case pending
@@ -43,22 +43,15 @@ open class WatchedTarget {
         }
     }
 
-    /// Takes a new evaluation; calls `didChange(from:)` when it differs.
-    public final func update(_ new: TargetState) {
-        guard new != state else { return }
-        let old = state
-        state = new
-        didChange(from: old)
+    /// Takes a new evaluation; returns the old state when it differs, `nil` when not.
+    func update(_ new: TargetState) -> TargetState? {
+        guard new != state else { return nil }
+        defer { state = new }
+        return state
     }
 
-    /// The state changed (`state` is the new one).
-    open func didChange(from old: TargetState) {}
-
-    /// A host's lookup ended and no other follows: its answer is as fresh as it gets.
-    open func lookupSettled() {}
-
     /// Stops any work for this target (it is going away).
-    open func cancel() {
+    public func cancel() {
         lookup?.cancel()
         lookup = nil
     }

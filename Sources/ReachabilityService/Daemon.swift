@@ -36,7 +36,7 @@ public final class Daemon {
     private let registry: TargetRegistry
     private let paths: PathRegistry
     private let requests: EvaluationRequests
-    private let internet = TargetObject(kind: .internet, name: "")
+    private let internet: TargetObject
     private var signalSources: [SourceHandle] = []
     private var exitCode: Int32 = 0
     private let backendMode: BackendMode
@@ -50,8 +50,9 @@ public final class Daemon {
             throw .failure(error.message)
         }
         requests = EvaluationRequests(refreshInterval: options.refreshInterval)
-        registry = TargetRegistry(connection: connection, perClientLimit: options.maximumTargetsPerClient,
-                                  globalLimit: options.maximumTargets)
+        internet = TargetObject(WatchedTarget(), requests: requests)
+        registry = TargetRegistry(connection: connection, requests: requests,
+                                  perClientLimit: options.maximumTargetsPerClient, globalLimit: options.maximumTargets)
         paths = PathRegistry(connection: connection, evaluator: requests.evaluator)
         manager = ManagerObject(registry: registry, paths: paths, requests: requests)
         // Objects first, so that whoever sees the name appear finds them.
@@ -61,7 +62,6 @@ public final class Daemon {
         ])
         manager.exported = root
         internet.exported = root
-        internet.refresher = requests
         connection.addObjectManager(at: Names.rootPath)
         // Before the name is ours: whoever sees it may stop us at once, and must get a clean exit.
         for signal in [SIGTERM, SIGINT] {
@@ -98,21 +98,13 @@ public final class Daemon {
         let evaluator = requests.evaluator
         // Evaluated before it is exported: its first announcement is its real state (Status -1
         // only while a host's first lookup is in flight or nothing is known yet).
-        registry.onCreated = { [unowned self] target in
-            target.refresher = self.requests
-            target.update(evaluator.state(of: target))
-        }
-        registry.onAdded = { [unowned self] target in
-            evaluator.resolve(target)
+        registry.onCreated = { object in evaluator.apply(evaluator.state(of: object.target), to: object.target) }
+        registry.onAdded = { [unowned self] object in
+            evaluator.resolve(object.target)
             evaluator.hostTargetsChanged(count: self.registry.hostCount)
         }
         registry.onRemoved = { [unowned self] _ in evaluator.hostTargetsChanged(count: self.registry.hostCount) }
-        evaluator.targets = { [unowned self] in [self.internet] + Array(self.registry.objects.values) }
-        evaluator.onReload = { [unowned self] facts in
-            guard self.manager.backend != facts.backend else { return }
-            Log.info("backend: \(facts.backend.rawValue) (mode \(self.backendMode.rawValue))")
-            self.manager.backend = facts.backend
-        }
+        evaluator.sink = self
         do {
             try evaluator.start(mode: backendMode)
         } catch {
@@ -121,5 +113,29 @@ public final class Daemon {
         loop.run()
         connection.flush()
         return exitCode
+    }
+}
+
+/// The daemon is where evaluation results go: each target's object announces its
+/// changes, the Manager shows the backend, the path object takes the new paths.
+extension Daemon: EvaluationSink {
+    public var evaluatedTargets: [WatchedTarget] { [internet.target] + registry.objects.values.map(\.target) }
+
+    public func targetChanged(_ target: WatchedTarget, from old: TargetState) {
+        object(for: target)?.announce(from: old)
+    }
+
+    public func lookupSettled(_ target: WatchedTarget) { object(for: target)?.answerWaitingCalls() }
+
+    public func factsReloaded(_ facts: NetworkFacts) {
+        guard manager.backend != facts.backend else { return }
+        Log.info("backend: \(facts.backend.rawValue) (mode \(backendMode.rawValue))")
+        manager.backend = facts.backend
+    }
+
+    public func pathChanged(_ state: PathState) { paths.object?.update(state) }
+
+    private func object(for target: WatchedTarget) -> TargetObject? {
+        target === internet.target ? internet : registry.object(for: target)
     }
 }

@@ -4,7 +4,7 @@ import ReachabilityPlatform
 
 /// The bus side of evaluation: `Refresh` and `Query`, on top of the evaluator
 /// the client library's in-process mode shares.
-final class EvaluationRequests: TargetRefreshing {
+final class EvaluationRequests {
     let evaluator: TargetEvaluator
     /// Unwatched-host `Query` lookups in flight, by caller.
     private var queries: [String: Int] = [:]
@@ -16,13 +16,13 @@ final class EvaluationRequests: TargetRefreshing {
     }
 
     /// `Refresh`: re-read everything; a host answers once its new lookup is done.
-    func refresh(_ target: TargetObject, call: MethodCall) -> [DBusValue]? {
+    func refresh(_ object: TargetObject, call: MethodCall) -> [DBusValue]? {
         evaluator.reload(everything: true)
-        target.update(evaluator.state(of: target))
+        evaluator.apply(evaluator.state(of: object.target), to: object.target)
         evaluator.reloaded()
-        guard target.kind == .host else { return target.refreshReply }
-        target.waitingCalls.append(call)
-        evaluator.resolve(target)
+        guard object.target.kind == .host else { return object.refreshReply }
+        object.waitingCalls.append(call)
+        evaluator.resolve(object.target)
         return nil
     }
 

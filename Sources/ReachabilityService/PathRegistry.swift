@@ -19,7 +19,6 @@ final class PathRegistry {
     init(connection: BusConnection, evaluator: TargetEvaluator) {
         self.connection = connection
         self.evaluator = evaluator
-        evaluator.onPathChanged = { [unowned self] state in self.object?.update(state) }
     }
 
     /// Makes `client` a holder; the first holder gets an object evaluated before it is exported.

@@ -3,28 +3,33 @@ import ReachabilityCore
 import ReachabilityLoop
 import ReachabilityPlatform
 
-/// Something that can re-evaluate a target on demand (`Refresh`).
-protocol TargetRefreshing: AnyObject {
-    /// Re-evaluates `target`; returns the reply now, or `nil` and answers `call` later.
-    func refresh(_ target: TargetObject, call: MethodCall) -> [DBusValue]?
-}
-
 /// One target — the internet (root object), a host or an address — exported
-/// with the `…Reachability1.Target` interface. Its owner feeds it evaluated
-/// states; it announces what changed: `PropertiesChanged` first, then
-/// `StatusChanged` when the flags (or the unknown state) changed.
-public final class TargetObject: WatchedTarget {
+/// with the `…Reachability1.Target` interface. The evaluator updates its
+/// `target`; the daemon (the evaluation's sink) tells it to announce what
+/// changed: `PropertiesChanged` first, then `StatusChanged` when the flags (or
+/// the unknown state) changed.
+final class TargetObject {
+    /// What the evaluator evaluates.
+    let target: WatchedTarget
+    /// `Refresh` and `Query` on the evaluator (it holds no object: no cycle).
+    private let requests: EvaluationRequests
     /// CLOCK_REALTIME µs of the last change of the flags; 0 before the first answer.
-    public private(set) var lastChanged: UInt64 = 0
+    private(set) var lastChanged: UInt64 = 0
     /// Weak: the exported object holds this one (its interfaces are bound to it), and the
     /// connection holds the exported object while it is on the bus.
     weak var exported: ExportedObject?
-    weak var refresher: TargetRefreshing?
     /// `Refresh` calls waiting for a lookup that starts after they arrived.
     var waitingCalls: [MethodCall] = []
 
-    /// Announces what changed.
-    public override func didChange(from old: TargetState) {
+    init(_ target: WatchedTarget, requests: EvaluationRequests) {
+        self.target = target
+        self.requests = requests
+    }
+
+    var state: TargetState { target.state }
+
+    /// Announces what changed (the state was `old`).
+    func announce(from old: TargetState) {
         let flagsChanged = state.flags != old.flags
         if flagsChanged { lastChanged = RealtimeClock.microseconds() }
         exported?.propertiesChanged()
@@ -35,9 +40,7 @@ public final class TargetObject: WatchedTarget {
     }
 
     /// A fresh answer: the `Refresh` calls waiting for it get it.
-    public override func lookupSettled() { answerWaitingCalls() }
-
-    private func answerWaitingCalls() {
+    func answerWaitingCalls() {
         let waiting = waitingCalls
         waitingCalls = []
         for call in waiting { call.reply(refreshReply) }
@@ -49,8 +52,8 @@ public final class TargetObject: WatchedTarget {
     }
 
     /// Stops any work for this target (it is going away); waiting callers get the last answer.
-    public override func cancel() {
-        super.cancel()
+    func cancel() {
+        target.cancel()
         answerWaitingCalls()
     }
 
@@ -60,15 +63,14 @@ public final class TargetObject: WatchedTarget {
     static let interface = Interface<TargetObject>(
         Names.targetInterface,
         methods: [
-            Method(Contract.Target.refresh) { target, call in
-                // `nil` from the refresher means "answered later", not "answer now".
-                guard let refresher = target.refresher else { return target.refreshReply }
-                return refresher.refresh(target, call: call)
+            Method(Contract.Target.refresh) { object, call in
+                // `nil` means "answered later", not "answer now".
+                object.requests.refresh(object, call: call)
             }
         ],
         properties: [
-            Property(Contract.Target.kind) { .string($0.kind.rawValue) },
-            Property(Contract.Target.name) { .string($0.name) },
+            Property(Contract.Target.kind) { .string($0.target.kind.rawValue) },
+            Property(Contract.Target.name) { .string($0.target.name) },
             Property(Contract.Target.flags) { .uint32($0.state.exportedFlags.rawValue) },
             Property(Contract.Target.status) { .int32($0.state.status.rawValue) },
             Property(Contract.Target.reachable) { .boolean($0.state.isReachable) },

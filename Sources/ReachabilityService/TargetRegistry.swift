@@ -12,6 +12,9 @@ final class TargetRegistry {
     private var holders: HolderRegistry<TargetKey>
     private(set) var objects: [TargetKey: TargetObject] = [:]
     private var keysByPath: [ObjectPath: TargetKey] = [:]
+    /// The object of each evaluated target (what the evaluator reports on).
+    private var objectsByTarget: [ObjectIdentifier: TargetObject] = [:]
+    private let requests: EvaluationRequests
     /// Called for a new target before it is exported, to give it its real first state:
     /// `InterfacesAdded` carries that state, and nothing changes before the caller's reply.
     var onCreated: ((TargetObject) -> Void)?
@@ -19,8 +22,9 @@ final class TargetRegistry {
     var onAdded: ((TargetObject) -> Void)?
     var onRemoved: ((TargetObject) -> Void)?
 
-    init(connection: BusConnection, perClientLimit: Int, globalLimit: Int) {
+    init(connection: BusConnection, requests: EvaluationRequests, perClientLimit: Int, globalLimit: Int) {
         self.connection = connection
+        self.requests = requests
         holders = HolderRegistry(perClientLimit: perClientLimit, globalLimit: globalLimit)
     }
 
@@ -28,6 +32,9 @@ final class TargetRegistry {
 
     /// The object watching `input`, if any (for `Query`'s fast path).
     func object(for input: TargetInput) -> TargetObject? { objects[input.key] }
+
+    /// The object of an evaluated target, if it is still watched.
+    func object(for target: WatchedTarget) -> TargetObject? { objectsByTarget[ObjectIdentifier(target)] }
 
     /// Makes `client` a holder of `input`'s target, creating the object if needed.
     func watch(_ input: TargetInput, client: String) throws(BusError) -> ObjectPath {
@@ -39,10 +46,11 @@ final class TargetRegistry {
             throw ServiceError.tooManyTargets(error.message)
         }
         if isFirst || objects[key] == nil {
-            let object = TargetObject(input)
-            onCreated?(object)
+            let object = TargetObject(WatchedTarget(input), requests: requests)
             objects[key] = object
             keysByPath[key.path] = key
+            objectsByTarget[ObjectIdentifier(object.target)] = object
+            onCreated?(object)
             object.exported = connection.export(object, at: key.path, interfaces: [TargetObject.interface])
             onAdded?(object)
         }
@@ -71,6 +79,7 @@ final class TargetRegistry {
     private func remove(_ key: TargetKey) {
         guard let object = objects.removeValue(forKey: key) else { return }
         keysByPath[key.path] = nil
+        objectsByTarget[ObjectIdentifier(object.target)] = nil
         onRemoved?(object)
         object.cancel()
         connection.unexport(key.path)

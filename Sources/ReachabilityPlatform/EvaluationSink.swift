@@ -1,0 +1,27 @@
+import ReachabilityCore
+
+/// Where a `TargetEvaluator`'s results go — the daemon's exported objects, or the
+/// client library's in-process feeds. It is the one way results travel up from
+/// evaluation: targets are plain values the evaluator updates, and it tells the
+/// sink what changed.
+public protocol EvaluationSink: AnyObject {
+    /// Every target to evaluate after a change.
+    var evaluatedTargets: [WatchedTarget] { get }
+    /// `target.state` is new; it was `old`.
+    func targetChanged(_ target: WatchedTarget, from old: TargetState)
+    /// A host's lookup ended and no other follows: its answer is as fresh as it gets.
+    func lookupSettled(_ target: WatchedTarget)
+    /// The facts were read again (after a change, or for a refresh).
+    func factsReloaded(_ facts: NetworkFacts)
+    /// Every target was evaluated after a change.
+    func evaluationFinished()
+    /// The per-interface paths changed (they are evaluated only while wanted).
+    func pathChanged(_ state: PathState)
+}
+
+extension EvaluationSink {
+    public func lookupSettled(_ target: WatchedTarget) {}
+    public func factsReloaded(_ facts: NetworkFacts) {}
+    public func evaluationFinished() {}
+    public func pathChanged(_ state: PathState) {}
+}
