@@ -118,6 +118,29 @@ while True:
 """
 
 
+class IpBatch:
+    """A long-lived ``ip -n NAMESPACE -force -batch -``: one line a command, no process spawned per event."""
+
+    def __init__(self, namespace: str, log: Path):
+        with open(log, "w") as errors:
+            self.process = subprocess.Popen([harness.need_tool("ip"), "-n", namespace, "-force", "-batch", "-"],
+                                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errors,
+                                            text=True, bufsize=1)
+
+    def command(self, line: str) -> None:
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
+    def close(self) -> None:
+        """Ends the batch (end of input), killing it by PID if it does not finish."""
+        self.process.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(5)
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
 class LinkEvents:
     """The RTM_NEWLINK messages of one interface in a namespace, as a separate process
     received them: ``events`` is a list of ``(CLOCK_MONOTONIC seconds, usable)``."""
@@ -243,14 +266,8 @@ def main():
                              args=["--system", "--backend", "kernel", "--verbose"], binary=binary)
         daemon.start(client)
         recorder.sync()
-        with open(directory / "ip-batch.log", "w") as errors:
-            batch = subprocess.Popen([harness.need_tool("ip"), "-n", ns_b, "-force", "-batch", "-"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errors,
-                                     text=True, bufsize=1)
-
-        def command(line):
-            batch.stdin.write(line + "\n")
-            batch.stdin.flush()
+        batch = IpBatch(ns_b, directory / "ip-batch.log")
+        command = batch.command
 
         # The daemon starts before kveth0 has carrier: its first answer follows a kernel event,
         # whatever it does at start-up.
@@ -312,14 +329,8 @@ def main():
         path_per_edge = [path_windows[i + 1] - path_windows[i] for i in range(len(path_windows) - 1)]
 
         # Route and rule events, sent to namespace A.
-        with open(directory / "ip-batch-a.log", "w") as errors:
-            batch_a = subprocess.Popen([harness.need_tool("ip"), "-n", ns_a, "-force", "-batch", "-"],
-                                       stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errors,
-                                       text=True, bufsize=1)
-
-        def command_a(line):
-            batch_a.stdin.write(line + "\n")
-            batch_a.stdin.flush()
+        batch_a = IpBatch(ns_a, directory / "ip-batch-a.log")
+        command_a = batch_a.command
 
         phases = {
             "route": (f"route del default via {GATEWAY_V4} dev {UPLINK}",
@@ -404,20 +415,9 @@ def main():
         failed = exact != len(per_edge) or growth > RSS_BUDGET_KB or not daemon.running or not path_exact
         return 1 if failed else 0
     finally:
-        if batch_a is not None:
-            batch_a.stdin.close()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                batch_a.wait(5)
-            if batch_a.poll() is None:
-                batch_a.kill()
-                batch_a.wait()
-        if batch is not None:
-            batch.stdin.close()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                batch.wait(5)
-            if batch.poll() is None:
-                batch.kill()
-                batch.wait()
+        for each in (batch_a, batch):
+            if each is not None:
+                each.close()
         if link_events is not None:
             link_events.close()
         if daemon is not None:

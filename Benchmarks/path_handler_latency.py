@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO / "Tests" / "Integration"))
 sys.path.insert(0, str(HERE))
 
 import harness  # noqa: E402
-from kernel_flaps import LinkEvents, NetnsDaemon  # noqa: E402
+from kernel_flaps import IpBatch, LinkEvents, NetnsDaemon  # noqa: E402
 from measure import pct  # noqa: E402
 from harness import MANAGER_IFACE, REACHABLE  # noqa: E402
 
@@ -130,14 +130,8 @@ def main():
         recorder.wait_props({"Backend": "kernel"}, "Backend kernel", interface=MANAGER_IFACE)
         recorder.wait_props({"Flags": REACHABLE, "Status": 2, "Interface": UPLINK}, "the connected answer")
         recorder.close()
-        with open(directory / "ip-batch.log", "w") as errors:
-            batch = subprocess.Popen([harness.need_tool("ip"), "-n", ns_b, "-force", "-batch", "-"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errors,
-                                     text=True, bufsize=1)
-
-        def command(line):
-            batch.stdin.write(line + "\n")
-            batch.stdin.flush()
+        batch = IpBatch(ns_b, directory / "ip-batch.log")
+        command = batch.command
 
         for mode, address in (("daemon", bus.address), ("in-process", NO_BUS)):
             program = Example(ns_a, example, address, directory / f"example-{mode}.log")
@@ -176,8 +170,7 @@ def main():
         print(f"path update to pathUpdateHandler p99 (worst mode): {worst:.3f} ms (budget {BUDGET_MS} ms: {verdict})")
     finally:
         if batch is not None:
-            batch.stdin.close()
-            batch.wait()
+            batch.close()
         if link_events is not None:
             link_events.close()
         if daemon is not None:

@@ -17,13 +17,25 @@ final class DaemonBackend: FeedBackend {
     private static let root = ObjectPath(rawValue: ServiceNames.rootPath)!
     private static let properties = "org.freedesktop.DBus.Properties"
 
-    /// One target watched through the daemon.
-    private final class Watch {
-        let feed: Feed
+    /// One of the daemon's objects followed: its path, its properties, the subscription.
+    private class ObjectWatch {
         var path: ObjectPath?
         var signal: SignalSubscription?
         var properties: [String: DBusValue] = [:]
         var isSettled = false
+
+        /// Forgets the object (its daemon left, or a new one came): nothing is followed any more.
+        func forget() {
+            signal?.cancel()
+            signal = nil
+            path = nil
+            properties = [:]
+        }
+    }
+
+    /// One target watched through the daemon.
+    private final class Watch: ObjectWatch {
+        let feed: Feed
         init(feed: Feed) { self.feed = feed }
 
         func publish() {
@@ -32,12 +44,8 @@ final class DaemonBackend: FeedBackend {
     }
 
     /// The daemon's path object (`WatchPath`), followed like a target.
-    private final class PathWatch {
+    private final class PathWatch: ObjectWatch {
         let feed: PathFeed
-        var path: ObjectPath?
-        var signal: SignalSubscription?
-        var properties: [String: DBusValue] = [:]
-        var isSettled = false
         init(feed: PathFeed) { self.feed = feed }
 
         func publish() { feed.publish(PathState(properties: properties), settled: isSettled) }
@@ -276,10 +284,7 @@ final class DaemonBackend: FeedBackend {
 
     private func ownerChanged(_ owner: String) {
         if let watch = pathWatch {
-            watch.signal?.cancel()
-            watch.signal = nil
-            watch.path = nil
-            watch.properties = [:]
+            watch.forget()
             if owner.isEmpty {
                 // The daemon left: no path until it is back.
                 watch.isSettled = true
@@ -289,10 +294,7 @@ final class DaemonBackend: FeedBackend {
             }
         }
         for watch in watches.values {
-            watch.signal?.cancel()
-            watch.signal = nil
-            watch.path = nil
-            watch.properties = [:]
+            watch.forget()
             if owner.isEmpty {
                 // The daemon left: nothing is known until it is back.
                 watch.isSettled = true
