@@ -339,7 +339,8 @@ extension ReachabilityState {
             flags: known ? ReachabilityFlags(rawValue: raw) : nil, interface: string(.interface),
             interfaceType: InterfaceType(rawValue: string(.interfaceType)) ?? .other, addresses: addresses,
             connectivity: Connectivity(rawValue: string(.connectivity)) ?? .unknown, isMetered: bool(.metered),
-            isVPN: bool(.vpn), reachableIPv4: bool(.reachableIPv4), reachableIPv6: bool(.reachableIPv6), error: string(.error))
+            isVPN: bool(.vpn), reachableIPv4: bool(.reachableIPv4), reachableIPv6: bool(.reachableIPv6),
+            error: string(.error))
     }
 }
 
@@ -348,9 +349,12 @@ extension PathState {
     /// another type reads as nothing (no interface, no flag, false).
     init(properties p: [String: DBusValue]) {
         func bool(_ name: String) -> Bool { if case .boolean(true)? = p[name] { true } else { false } }
-        let flags = if case .uint32(let raw)? = p[Contract.Path.flags.name] { ReachabilityFlags(rawValue: raw) } else { ReachabilityFlags() }
+        var flags = ReachabilityFlags()
+        if case .uint32(let raw)? = p[Contract.Path.flags.name] { flags = ReachabilityFlags(rawValue: raw) }
         var interfaces: [PathInterface] = []
-        if case .array(_, let entries)? = p[Contract.Path.interfaces.name] { interfaces = entries.compactMap(PathInterface.init) }
+        if case .array(_, let entries)? = p[Contract.Path.interfaces.name] {
+            interfaces = entries.compactMap(PathInterface.init)
+        }
         self.init(interfaces: interfaces, flags: flags, dnsConfigured: bool(Contract.Path.dnsConfigured.name),
                   isExpensive: bool(Contract.Path.expensive.name), isConstrained: bool(Contract.Path.constrained.name))
     }

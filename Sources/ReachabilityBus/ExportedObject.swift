@@ -97,7 +97,7 @@ public final class ExportedObject {
             guard !changed.isEmpty else { continue }
             let invalidated = interface.table.properties.filter { $0.emits == .invalidates }.map(\.name)
             tree.emit(path, StandardInterface.properties.name, "PropertiesChanged",
-                                  [.string(interface.name), .vardict(changed), .strings(invalidated)])
+                      [.string(interface.name), .vardict(changed), .strings(invalidated)])
         }
     }
 

@@ -76,7 +76,8 @@ public final class MethodCall {
         guard !answered else { return }
         answered = true
         guard values.signature == expectedOutput else {
-            Log.error("reply to \(interface).\(member) has signature '\(values.signature)', declared '\(expectedOutput)'")
+            Log.error("reply to \(interface).\(member) has signature '\(values.signature)', "
+                      + "declared '\(expectedOutput)'")
             responder.send(error: .failed("internal error: reply of \(member) does not match its declaration"),
                            to: self)
             return

@@ -7,7 +7,9 @@ public final class ObjectTree {
     /// The path whose objects below are announced through ObjectManager.
     private(set) var objectManagerPath: ObjectPath?
     /// Where signals go: the connection, or a recorder in tests.
-    var emit: (_ path: ObjectPath, _ interface: String, _ name: String, _ values: [DBusValue]) -> Void = { _, _, _, _ in }
+    var emit: (_ path: ObjectPath, _ interface: String, _ name: String, _ values: [DBusValue]) -> Void = {
+        _, _, _, _ in
+    }
     /// This machine's id, for `org.freedesktop.DBus.Peer.GetMachineId`.
     let machineID: () -> String
 

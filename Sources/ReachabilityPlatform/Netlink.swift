@@ -40,7 +40,9 @@ public final class Netlink {
         var buffer = [UInt8](repeating: 0, count: 65536)
         let isDump = flags & NLM_F_DUMP == NLM_F_DUMP
         while true {
-            let n = try Syscall.netlink("recv") { buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) } }
+            let n = try Syscall.netlink("recv") {
+                buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            }
             guard n > 0 else { throw NetlinkError(operation: "recv", errno: ECONNRESET) }
             for (hdr, body) in Self.messages(in: buffer[0..<n]) where hdr.nlmsg_seq == seq {
                 switch Int32(hdr.nlmsg_type) {
