@@ -145,14 +145,17 @@ def attach_tun(namespace: str, name: str) -> int:
     return fd
 
 
-def vpn_tun(ip, namespace: str, name: str = "tun0", address: str = "203.0.113.2/24", metric: str = "20") -> int:
+def vpn_tun(ip, namespace: str, name: str = TUN, address: str = f"{TUN_V4}/24",
+            metric: Optional[str] = "20") -> int:
     """A VPN client's tun device in ``namespace`` (``ip`` runs there): attached (carrier), with
-    ``address`` and a default route of ``metric``. Returns the file that keeps it attached."""
+    ``address``, up, and (unless ``metric`` is None) a default route of ``metric``. Returns the
+    file that keeps it attached."""
     ip("tuntap", "add", "dev", name, "mode", "tun")
     fd = attach_tun(namespace, name)
     ip("addr", "add", address, "dev", name)
     ip("link", "set", name, "up")
-    ip("route", "add", "default", "dev", name, "metric", metric)
+    if metric is not None:
+        ip("route", "add", "default", "dev", name, "metric", metric)
     return fd
 
 
@@ -315,6 +318,12 @@ class KernelLab(harness.Lab):
     def attach_tun(self, name: str) -> int:
         """Attach to the tun device ``name`` in A, as a VPN client does: it gets carrier. Returns the fd."""
         fd = attach_tun(self.ns_a, name)
+        self.tun_files.append(fd)
+        return fd
+
+    def add_vpn_tun(self, metric: Optional[str] = "20") -> int:
+        """``vpn_tun`` in A (tun0, 203.0.113.2/24), closed with the lab. Returns its file."""
+        fd = vpn_tun(self.ip_a, self.ns_a, metric=metric)
         self.tun_files.append(fd)
         return fd
 

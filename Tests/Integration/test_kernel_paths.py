@@ -22,7 +22,7 @@ from harness import (IS_DIRECT, MANAGER_IFACE, REACHABLE, ROOT_PATH, SERVICE, TA
                      Mark)
 from test_kernel_backend import (  # pylint: disable=unused-import  # fixtures are found by name
     GATEWAY_V4, KERNEL_CONNECTED, KERNEL_OFFLINE, SECOND, SECOND_GATEWAY_V4, SECOND_METRIC, SECOND_PEER, SECOND_V4,
-    TUN, TUN_V4, UPLINK, UPLINK_METRIC, UPLINK_PEER, fail_or_skip, kernel_lab_without_carrier, online, route_get,
+    TUN, UPLINK, UPLINK_METRIC, UPLINK_PEER, fail_or_skip, kernel_lab_without_carrier, online, route_get,
     target_changes)
 
 # What the daemon asks the kernel about (ReachabilityPlatform's TargetEvaluator.internetDestinations).
@@ -115,10 +115,7 @@ def test_full_tunnel_vpn_rules_added_and_removed(online):
     if not os.path.exists("/dev/net/tun"):
         fail_or_skip("needs /dev/net/tun (the tun module)")
     lab, recorder = online.lab, online.recorder
-    lab.ip_a("tuntap", "add", "dev", TUN, "mode", "tun")
-    lab.attach_tun(TUN)
-    lab.ip_a("addr", "add", f"{TUN_V4}/24", "dev", TUN)
-    lab.ip_a("link", "set", TUN, "up")
+    lab.add_vpn_tun(metric=None)
     lab.wait_operstate(TUN, "UP")
     mark = recorder.mark()
 
@@ -306,11 +303,7 @@ def test_tunnel_needs_an_underlay(online):
     if not os.path.exists("/dev/net/tun"):
         fail_or_skip("needs /dev/net/tun (the tun module)")
     lab, recorder = online.lab, online.recorder
-    lab.ip_a("tuntap", "add", "dev", TUN, "mode", "tun")
-    tun = lab.attach_tun(TUN)
-    lab.ip_a("addr", "add", f"{TUN_V4}/24", "dev", TUN)
-    lab.ip_a("link", "set", TUN, "up")
-    lab.ip_a("route", "add", "default", "dev", TUN, "metric", "20")
+    tun = lab.add_vpn_tun()
     recorder.wait_answer(VPN, "the VPN answer with kveth0 under the tunnel", mark=AT_START_OF(recorder))
     mark = recorder.mark()
     watched = "203.0.113.77"
@@ -362,11 +355,7 @@ def test_tunnel_alone_in_its_namespace(online):
     if not os.path.exists("/dev/net/tun"):
         fail_or_skip("needs /dev/net/tun (the tun module)")
     lab, recorder = online.lab, online.recorder
-    lab.ip_a("tuntap", "add", "dev", TUN, "mode", "tun")
-    lab.attach_tun(TUN)
-    lab.ip_a("addr", "add", f"{TUN_V4}/24", "dev", TUN)
-    lab.ip_a("link", "set", TUN, "up")
-    lab.ip_a("route", "add", "default", "dev", TUN, "metric", "20")
+    lab.add_vpn_tun()
     recorder.wait_answer(VPN, "the VPN answer", mark=AT_START_OF(recorder))
     mark = recorder.mark()
 

@@ -30,7 +30,7 @@ import pytest
 import harness
 from harness import CHANGE_TIMEOUT, OBJECT_MANAGER_IFACE, ROOT_PATH, SERVICE, STOP_TIMEOUT
 from test_kernel_backend import (  # pylint: disable=unused-import  # fixtures are found by name
-    GATEWAY_V4, SECOND, SECOND_GATEWAY_V4, SECOND_METRIC, SECOND_PEER, SECOND_V4, TUN, TUN_V4, UPLINK,
+    GATEWAY_V4, SECOND, SECOND_GATEWAY_V4, SECOND_METRIC, SECOND_PEER, SECOND_V4, TUN, UPLINK,
     UPLINK_METRIC, UPLINK_PEER, daemon_args, fail_or_skip, kernel_lab_without_carrier, online)
 from test_wifi_wwan import METERED_YES, WIFI, WLAN_GW, WWAN_GW, env  # pylint: disable=unused-import
 
@@ -300,11 +300,7 @@ def test_vpn_tunnel(online, programs):
     running = [(programs(lab, mode, *args), tunnel, plain) for args, tunnel, plain in kinds for mode in MODES]
     for program, _, plain in running:
         program.wait_for(plain, "before the tunnel", timeout=FIRST_TIMEOUT)
-    lab.ip_a("tuntap", "add", "dev", TUN, "mode", "tun")
-    tun = lab.attach_tun(TUN)
-    lab.ip_a("addr", "add", f"{TUN_V4}/24", "dev", TUN)
-    lab.ip_a("link", "set", TUN, "up")
-    lab.ip_a("route", "add", "default", "dev", TUN, "metric", "20")
+    tun = lab.add_vpn_tun()
     for program, tunnel, _ in running:
         program.wait_for(tunnel, "through the tunnel")
     lab.set_peer(UPLINK_PEER, False)

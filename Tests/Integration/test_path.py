@@ -25,7 +25,7 @@ import harness
 from harness import MANAGER_IFACE, OBJECT_MANAGER_IFACE, REACHABLE, ROOT_PATH, SERVICE, TARGET_IFACE, \
     TRANSIENT_CONNECTION
 from test_kernel_backend import (  # pylint: disable=unused-import  # fixtures are found by name
-    AT_START, GATEWAY_V4, KERNEL_CONNECTED, SECOND, SECOND_GATEWAY_V4, SECOND_PEER, SECOND_V4, TUN, TUN_V4, UPLINK,
+    AT_START, GATEWAY_V4, KERNEL_CONNECTED, SECOND, SECOND_GATEWAY_V4, SECOND_PEER, SECOND_V4, TUN, UPLINK,
     UPLINK_METRIC, UPLINK_PEER, NetnsDaemon, daemon_args, fail_or_skip, kernel_lab, kernel_lab_without_carrier,
     recorder_before_start)
 
@@ -264,11 +264,7 @@ def test_tunnel_is_a_vpn_and_needs_an_underlay(path_lab):
     lab = path_lab
     lab.watch()
     mark = lab.path.mark()
-    lab.lab.ip_a("tuntap", "add", "dev", TUN, "mode", "tun")
-    lab.lab.attach_tun(TUN)
-    lab.lab.ip_a("addr", "add", f"{TUN_V4}/24", "dev", TUN)
-    lab.lab.ip_a("link", "set", TUN, "up")
-    lab.lab.ip_a("route", "add", "default", "dev", TUN, "metric", "20")
+    lab.lab.add_vpn_tun()
     kveth0 = interface(lab, UPLINK, ipv4=True, gateways=[GATEWAY_V4])
     tun = interface(lab, TUN, kind="other", vpn=True, ipv4=True)
     lab.wait({"Interfaces": [tun, kveth0], "Flags": TRANSIENT_CONNECTION | REACHABLE}, "tun0 first, a VPN", mark)
