@@ -79,12 +79,12 @@ let package = Package(
         .executableTarget(name: "reachability-fuzz", dependencies: ["FuzzChecks", "CFuzzer"]),
 
         .testTarget(name: "ReachabilityCoreTests", dependencies: ["ReachabilityCore"]),
-        .testTarget(name: "ReachabilityBusTests", dependencies: ["ReachabilityBus", "CDBus"]),
+        .testTarget(name: "ReachabilityBusTests", dependencies: ["ReachabilityBus", "ReachabilityLoop", "CDBus"]),
         .testTarget(
             name: "ReachabilityPlatformTests",
             dependencies: ["ReachabilityPlatform", "ReachabilityCore", "CNetlink", "CNetworkManager"]),
         .testTarget(name: "ReachabilityServiceTests", dependencies: ["ReachabilityService", "ReachabilityBus"]),
-        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityBus", "ReachabilityCore"]),
+        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityBus", "ReachabilityCore", "ReachabilityLoop"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzChecks"]),
         .testTarget(name: "NetworkPathTests", dependencies: ["NetworkPath", "ReachabilityCore"]),
         // Alamofire's NetworkReachabilityManager API, used the way its own tests use it.

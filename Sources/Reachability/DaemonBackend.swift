@@ -8,6 +8,7 @@ import ReachabilityPlatform
 /// followed through `PropertiesChanged`, `Release` when the last one leaves.
 /// A daemon that leaves the bus makes every target unknown; when it (or a new
 /// instance) comes back, every target is watched again and updates resume.
+@LoopActor
 final class DaemonBackend: FeedBackend {
     private let connection: BusConnection
     private var ownerWatch: SignalSubscription?
@@ -18,6 +19,7 @@ final class DaemonBackend: FeedBackend {
     private static let properties = "org.freedesktop.DBus.Properties"
 
     /// One of the daemon's objects followed: its path, its properties, the subscription.
+    @LoopActor
     private class ObjectWatch {
         var path: ObjectPath?
         var signal: SignalSubscription?
@@ -67,20 +69,20 @@ final class DaemonBackend: FeedBackend {
         }
     }
 
-    /// Whether the daemon runs, or the bus can start it. Blocking bus calls (start-up only).
-    func isServiceAvailable() -> Bool {
-        let bus = ObjectPath("/org/freedesktop/DBus")
-        if case .boolean(true)? = try? connection.call(
-            destination: "org.freedesktop.DBus", path: bus, interface: "org.freedesktop.DBus", member: "NameHasOwner",
-            [.string(ServiceNames.busName)], timeoutMilliseconds: 2000
-        ).first {
-            return true
+    /// Whether the daemon runs, or the bus can start it: asks the bus driver, without waiting.
+    func isServiceAvailable(_ done: @escaping (Bool) -> Void) {
+        func driver(_ member: String, _ arguments: [DBusValue], reply: @escaping (DBusValue?) -> Void) {
+            connection.callAsync(destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus"),
+                                 interface: "org.freedesktop.DBus", member: member, arguments,
+                                 timeoutMilliseconds: 2000) { reply((try? $0.get())?.first) }
         }
-        guard case .array(_, let names)? = try? connection.call(
-            destination: "org.freedesktop.DBus", path: bus, interface: "org.freedesktop.DBus",
-            member: "ListActivatableNames", timeoutMilliseconds: 2000
-        ).first else { return false }
-        return names.contains(.string(ServiceNames.busName))
+        driver("NameHasOwner", [.string(ServiceNames.busName)]) { owned in
+            if case .boolean(true)? = owned { return done(true) }
+            driver("ListActivatableNames", []) { names in
+                guard case .array(_, let names)? = names else { return done(false) }
+                done(names.contains(.string(ServiceNames.busName)))
+            }
+        }
     }
 
     private func call(_ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
@@ -305,7 +307,7 @@ final class DaemonBackend: FeedBackend {
         }
     }
 
-    static func dictionary(_ entries: [DBusValue.DictionaryEntry]) -> [String: DBusValue] {
+    nonisolated static func dictionary(_ entries: [DBusValue.DictionaryEntry]) -> [String: DBusValue] {
         var result: [String: DBusValue] = [:]
         for entry in entries {
             guard let key = entry.key.stringValue else { continue }

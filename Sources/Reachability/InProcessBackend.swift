@@ -1,10 +1,12 @@
 import ReachabilityBus
 import ReachabilityCore
 import ReachabilityPlatform
+import ReachabilityLoop
 
 /// Answers from the daemon's own evaluator, running in this process: facts from
 /// NetworkManager (libnm) while it runs, else from the kernel; routes from
 /// rtnetlink; names through GLib's resolver. Used when no daemon is on the bus.
+@LoopActor
 final class InProcessBackend: FeedBackend {
     private let evaluator = TargetEvaluator(refreshInterval: 300)
     /// The target evaluated for each feed, and the feed of each target.

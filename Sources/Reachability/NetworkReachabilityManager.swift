@@ -21,9 +21,16 @@ import Synchronization
 /// where Alamofire's is), so code written against Alamofire's manager compiles
 /// with `import Reachability` in place of `import Alamofire`.
 ///
-/// Sendable: every stored property is a `let` of a Sendable type, and what
-/// changes lives in `Mutex`es; subclasses (the class is `open`, as Alamofire's)
-/// must keep to the same rule.
+/// Nothing here blocks on the bus at creation: where the answers come from is
+/// chosen on the library's loop when first needed. The members Alamofire makes
+/// synchronous (`flags`, `status`, `isReachable…`, `startListening`'s result,
+/// `mode`) wait for their answer; everything else is asynchronous.
+///
+/// `@unchecked` only because the class is `open`, as Alamofire's (which declares
+/// it the same way): the compiler checks Sendable for final classes only. Every
+/// stored property is a `let` of a Sendable type — what changes lives in
+/// `Mutex`es, the loop's part in a `LoopActor` object — and subclasses must keep
+/// to the same rule.
 open class NetworkReachabilityManager: @unchecked Sendable {
     /// Alamofire's status.
     public enum NetworkReachabilityStatus: Sendable, Hashable {
@@ -70,9 +77,14 @@ open class NetworkReachabilityManager: @unchecked Sendable {
 
     /// What this manager watches.
     public let target: ReachabilityTarget
-    /// Where its answers come from.
-    public let mode: ReachabilityMode
+    /// Where its answers come from: the daemon when it is on the system bus, else
+    /// in-process (or what was asked for). Waits for the bus's answer the first time.
+    public var mode: ReachabilityMode {
+        (try? chosenMode()) ?? .daemon
+    }
     let key: FeedKey
+    /// The mode, chosen on the loop.
+    let choice: ModeChoice
 
     private struct Listening {
         let id: Int
@@ -86,13 +98,23 @@ open class NetworkReachabilityManager: @unchecked Sendable {
     private let error = Mutex<ReachabilityError?>(nil)
 
     /// Watches `target`. `mode` `nil` uses the daemon when it is on the system
-    /// bus, else the in-process engine; `.daemon` fails without a daemon.
-    /// Throws `.invalidTarget` for a bad host name or address (the same rules,
-    /// and the same messages, as the daemon's).
+    /// bus, else the in-process engine; with `.daemon` every answer fails while
+    /// there is no daemon (`lastError` says why). Throws `.invalidTarget` for a
+    /// bad host name or address (the same rules, and the same messages, as the
+    /// daemon's). Returns at once: the bus is asked on the library's loop.
     public init(target: ReachabilityTarget = .internet, mode: ReachabilityMode? = nil) throws(ReachabilityError) {
         self.target = target
         key = try target.key()
-        self.mode = try Runtime.shared.sync { runtime, done in done(runtime.resolveMode(mode)) }.get()
+        let choice = ModeChoice(requested: mode)
+        self.choice = choice
+        Runtime.send { runtime in choice.get(runtime) { _ in } }
+    }
+
+    /// The mode, or why no answer can come (`.daemon` asked, and no daemon on the bus).
+    /// Waits for the bus's answer the first time.
+    package func chosenMode() throws(ReachabilityError) -> ReachabilityMode {
+        let choice = self.choice
+        return try Runtime.wait { runtime, done in choice.get(runtime) { done($0) } }.get()
     }
 
     /// The internet's reachability; `nil` if the network cannot be watched at all.
@@ -113,9 +135,8 @@ open class NetworkReachabilityManager: @unchecked Sendable {
     /// answer (which, for a host name not watched by anyone, waits for its lookup).
     public var state: ReachabilityState {
         if let latest = listening.withLock({ $0?.latest }) { return latest }
-        let key = self.key
-        let mode = self.mode
-        let result = Runtime.shared.sync { runtime, done in runtime.query(key, mode: mode) { done($0) } }
+        let (key, choice) = (self.key, self.choice)
+        let result = Runtime.wait { runtime, done in runtime.query(key, choice: choice) { done($0) } }
         switch result {
         case .success(let state): return state
         case .failure(let failure):
@@ -126,9 +147,8 @@ open class NetworkReachabilityManager: @unchecked Sendable {
 
     /// One fresh answer, without watching.
     public func query() async throws(ReachabilityError) -> ReachabilityState {
-        let key = self.key
-        let mode = self.mode
-        return try await Runtime.shared.async { runtime, done in runtime.query(key, mode: mode) { done($0) } }.get()
+        let (key, choice) = (self.key, self.choice)
+        return try await Runtime.answer { runtime, done in runtime.query(key, choice: choice) { done($0) } }.get()
     }
 
     /// The flags; `nil` while nothing is known.
@@ -158,14 +178,14 @@ open class NetworkReachabilityManager: @unchecked Sendable {
         onQueue queue: DispatchQueue = .main, onUpdatePerforming listener: @escaping Listener
     ) -> Bool {
         stopListening()
-        let id = Runtime.shared.newID()
+        let id = Runtime.newID()
         listening.withLock { $0 = Listening(id: id, queue: queue, listener: listener) }
         let subscriber = Subscriber(
             receive: { [weak self] state in self?.received(state, id: id) },
             fail: { [weak self] failure in self?.error.withLock { $0 = failure } })
-        let (key, mode) = (self.key, self.mode)
-        let failure: ReachabilityError? = Runtime.shared.sync { runtime, done in
-            runtime.subscribe(id, key: key, mode: mode, subscriber, established: done)
+        let (key, choice) = (self.key, self.choice)
+        let failure: ReachabilityError? = Runtime.wait { runtime, done in
+            runtime.subscribe(id, key: key, choice: choice, subscriber, established: done)
         }
         guard let failure else { return true }
         error.withLock { $0 = failure }
@@ -181,7 +201,7 @@ open class NetworkReachabilityManager: @unchecked Sendable {
         }) else { return }
         // Later, not inline: from `deinit` this may run on the loop thread in the middle
         // of delivering an update to the very feed it would close.
-        Runtime.shared.loop.later { Runtime.shared.unsubscribe(id) }
+        Runtime.send { runtime in runtime.unsubscribe(id) }
     }
 
     /// On the library's thread: the update goes on through `reachabilityQueue`.
@@ -205,11 +225,11 @@ open class NetworkReachabilityManager: @unchecked Sendable {
 
     /// The current state, then every change of it (flags, interface,
     /// connectivity, addresses…), for as long as it is iterated.
-    public var updates: ReachabilityUpdates { ReachabilityUpdates(key: key, mode: mode) }
+    public var updates: ReachabilityUpdates { ReachabilityUpdates(key: key, choice: choice) }
 
     /// Every target the daemon watches (for every client), with its state.
     public static func daemonTargets() async throws(ReachabilityError) -> [ReachabilitySnapshot] {
-        try await Runtime.shared.async { runtime, done in runtime.daemonTargets { done($0) } }.get()
+        try await Runtime.answer { runtime, done in runtime.daemonTargets { done($0) } }.get()
     }
 }
 
@@ -226,7 +246,7 @@ public struct ReachabilityUpdates: AsyncSequence, Sendable {
     public typealias Failure = ReachabilityError
 
     let key: FeedKey
-    let mode: ReachabilityMode
+    let choice: ModeChoice
 
     public struct AsyncIterator: AsyncIteratorProtocol {
         var base: AsyncThrowingStream<ReachabilityState, any Error>.AsyncIterator
@@ -255,17 +275,17 @@ public struct ReachabilityUpdates: AsyncSequence, Sendable {
     }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        let (key, mode) = (self.key, self.mode)
+        let (key, choice) = (self.key, self.choice)
         let stream = AsyncThrowingStream<ReachabilityState, any Error>(bufferingPolicy: .unbounded) { continuation in
-            let id = Runtime.shared.newID()
+            let id = Runtime.newID()
             let subscriber = Subscriber(
                 receive: { continuation.yield($0) }, fail: { continuation.finish(throwing: $0) })
-            Runtime.shared.loop.perform {
-                Runtime.shared.subscribe(id, key: key, mode: mode, subscriber) { failure in
+            Runtime.send { runtime in
+                runtime.subscribe(id, key: key, choice: choice, subscriber) { failure in
                     if let failure { continuation.finish(throwing: failure) }
                 }
             }
-            continuation.onTermination = { _ in Runtime.shared.loop.later { Runtime.shared.unsubscribe(id) } }
+            continuation.onTermination = { _ in Runtime.send { runtime in runtime.unsubscribe(id) } }
         }
         return AsyncIterator(base: stream.makeAsyncIterator())
     }

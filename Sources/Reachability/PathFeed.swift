@@ -1,8 +1,10 @@
 import ReachabilityCore
+import ReachabilityLoop
 
 /// The per-interface paths (`PathState`) of one backend, shared by every path
 /// monitor in this process. Lives on the loop thread. Subscribers get the
 /// current state once it is a real answer, then every change.
+@LoopActor
 final class PathFeed {
     private(set) var state = PathState.none
     private(set) var isSettled = false
@@ -31,7 +33,12 @@ extension Runtime {
     /// Adds a subscriber to the path feed of the mode the library would use
     /// (the daemon when it is on the bus, else in-process); opened on first use.
     func subscribePath(_ id: Int, _ receive: @escaping @Sendable (PathState) -> Void) {
-        guard case .success(let mode) = resolveMode(nil), case .success(let backend) = backend(mode) else {
+        whenChosen(id, ModeChoice(requested: nil)) { [unowned self] result in self.subscribePath(id, mode: result, receive) }
+    }
+
+    private func subscribePath(_ id: Int, mode result: Result<ReachabilityMode, ReachabilityError>,
+                               _ receive: @escaping @Sendable (PathState) -> Void) {
+        guard case .success(let mode) = result, case .success(let backend) = backend(mode) else {
             // Nothing can watch the network here: the path is, and stays, unsatisfied.
             return receive(.none)
         }
@@ -44,6 +51,7 @@ extension Runtime {
     }
 
     func unsubscribePath(_ id: Int) {
+        unsubscribe(id)
         guard let mode = pathFeedOfSubscriber.removeValue(forKey: id), let feed = pathFeeds[mode] else { return }
         feed.remove(id)
         guard feed.isEmpty else { return }
@@ -59,16 +67,14 @@ package enum PathUpdates {
     /// are known, then with every change, until `unsubscribe` with the returned id.
     /// `receive` must return quickly and must not block on the library.
     package static func subscribe(_ receive: @escaping @Sendable (PathState) -> Void) -> Int {
-        let runtime = Runtime.shared
-        let id = runtime.newID()
-        runtime.loop.perform { runtime.subscribePath(id, receive) }
+        let id = Runtime.newID()
+        Runtime.send { runtime in runtime.subscribePath(id, receive) }
         return id
     }
 
     /// Stops the subscription; the daemon's path object is released once no
     /// monitor in this process follows it. Never inside the delivery that may call it.
     package static func unsubscribe(_ id: Int) {
-        let runtime = Runtime.shared
-        runtime.loop.later { runtime.unsubscribePath(id) }
+        Runtime.send { runtime in runtime.unsubscribePath(id) }
     }
 }

@@ -6,13 +6,6 @@ import ReachabilityLoop
 import ReachabilityPlatform
 import Synchronization
 
-/// A value one thread hands to a thread waiting for it.
-private final class Answer<T: Sendable>: Sendable {
-    let value = Mutex<T?>(nil)
-    let ready = Atomic<Bool>(false)
-    let done = DispatchSemaphore(value: 0)
-}
-
 /// Who gets a feed's states: a manager's listener or an update sequence.
 struct Subscriber: Sendable {
     let receive: @Sendable (ReachabilityState) -> Void
@@ -22,6 +15,7 @@ struct Subscriber: Sendable {
 /// One watched target in this process, shared by every subscriber to it.
 /// Lives on the loop thread. Subscribers get the current state once it is a
 /// real answer, then every change.
+@LoopActor
 final class Feed {
     let key: FeedKey
     private(set) var state: ReachabilityState = .unknown
@@ -73,6 +67,7 @@ final class Feed {
 }
 
 /// A source of feeds: the daemon or the in-process engine. Used on the loop thread.
+@LoopActor
 protocol FeedBackend: AnyObject {
     /// Starts watching `feed.key`, publishing into `feed`; calls `feed.opened` when set up.
     func open(_ feed: Feed)
@@ -86,75 +81,78 @@ protocol FeedBackend: AnyObject {
     func closePath(_ feed: PathFeed)
 }
 
-/// The library's engine room: one loop thread per process, running the daemon
-/// client and (when needed) the in-process engine. Everything mutable below is
-/// touched on that thread only.
-final class Runtime: @unchecked Sendable {
+/// The library's engine room: the daemon client and (when needed) the in-process
+/// engine, on `LoopActor` — the loop thread the library starts in this process.
+@LoopActor
+final class Runtime {
     static let shared = Runtime()
 
-    let loop: LoopThread
-    private let ids = Atomic<Int>(0)
-    // Loop thread only:
     private var daemon: DaemonBackend?
     private var inProcess: InProcessBackend?
     private var feeds: [ReachabilityMode: [FeedKey: Feed]] = [:]
     private var feedOfSubscriber: [Int: (ReachabilityMode, FeedKey)] = [:]
+    /// Subscribers whose mode is still being chosen; one that leaves meanwhile is dropped here.
+    private var choosing: Set<Int> = []
     /// The per-interface paths, one feed per mode while anyone follows them (see PathFeed.swift).
     var pathFeeds: [ReachabilityMode: PathFeed] = [:]
     var pathFeedOfSubscriber: [Int: ReachabilityMode] = [:]
 
-    private init() {
-        // A library keeps quiet on the host program's standard error, unless asked.
-        let debug = getenv("REACHABILITY_DEBUG").map { String(cString: $0) } ?? ""
-        Log.program = debug.isEmpty || debug == "0" ? nil : "reachability"
-        Log.verbose = Log.program != nil
-        loop = LoopThread()
+    private init() {}
+
+    // MARK: From any thread
+
+    private nonisolated static let ids = Atomic<Int>(0)
+
+    /// A number naming one subscription.
+    nonisolated static func newID() -> Int { ids.add(1, ordering: .relaxed).newValue }
+
+    /// Runs `body` on the library's loop, later (never inside the caller, also when the
+    /// caller is the loop: a `deinit` that runs in the middle of delivering an update
+    /// must not tear the feed down inside that delivery). Starts the loop on first use.
+    nonisolated static func send(_ body: @escaping @LoopActor @Sendable (Runtime) -> Void) {
+        LoopThread.start()
+        Task { @LoopActor in body(Runtime.shared) }
     }
 
-    func newID() -> Int { ids.add(1, ordering: .relaxed).newValue }
-
-    /// Runs `body` on the loop and waits for the value it hands to its second argument.
-    /// Never call it from the loop thread (listeners run on their own queues).
-    func sync<T: Sendable>(_ body: @escaping @Sendable (Runtime, @escaping @Sendable (T) -> Void) -> Void) -> T {
-        precondition(!loop.isCurrent, "Reachability: a blocking call on the library's own thread")
-        let answer = Answer<T>()
-        loop.perform {
-            body(self) { value in
-                answer.value.withLock { $0 = value }
-                answer.ready.store(true, ordering: .releasing)
-                answer.done.signal()
-            }
-        }
-        answer.done.wait()
-        // The semaphore orders the two threads; this acquire shows ThreadSanitizer the same.
-        precondition(answer.ready.load(ordering: .acquiring))
-        return answer.value.withLock { $0! }
-    }
-
-    /// `sync` for async callers: the task waits, no thread blocks.
-    func async<T: Sendable>(_ body: @escaping @Sendable (Runtime, @escaping @Sendable (T) -> Void) -> Void) async -> T {
+    /// The value `body` hands to its second argument on the loop; the task waits, no thread blocks.
+    nonisolated static func answer<T: Sendable>(
+        _ body: @escaping @LoopActor @Sendable (Runtime, @escaping @Sendable (T) -> Void) -> Void
+    ) async -> T {
         await withCheckedContinuation { continuation in
-            loop.perform { body(self) { continuation.resume(returning: $0) } }
+            send { runtime in body(runtime) { continuation.resume(returning: $0) } }
         }
     }
 
-    // MARK: On the loop thread
+    /// `answer` for a synchronous caller: the one place a caller's thread waits for the
+    /// loop, for the members Alamofire's API makes synchronous (`status`, `flags`,
+    /// `startListening`'s result, `mode`). Never from the loop's thread.
+    nonisolated static func wait<T: Sendable>(
+        _ body: @escaping @LoopActor @Sendable (Runtime, @escaping @Sendable (T) -> Void) -> Void
+    ) -> T {
+        precondition(!LoopExecutor.shared.isCurrent, "Reachability: a blocking call on the library's own thread")
+        let handover = Handover<T>()
+        send { runtime in body(runtime) { handover.put($0) } }
+        return handover.take()
+    }
+
+    // MARK: On the loop
 
     /// The mode to use: `requested`, or the daemon when it is on the system bus
-    /// (running or activatable), else in-process.
-    func resolveMode(_ requested: ReachabilityMode?) -> Result<ReachabilityMode, ReachabilityError> {
-        if requested == .inProcess { return .success(.inProcess) }
+    /// (running or activatable), else in-process. Asks the bus without waiting.
+    func chooseMode(_ requested: ReachabilityMode?,
+                    _ done: @escaping (Result<ReachabilityMode, ReachabilityError>) -> Void) {
+        if requested == .inProcess { return done(.success(.inProcess)) }
         switch daemonBackend() {
-        case .success(let daemon) where daemon.isServiceAvailable():
-            return .success(.daemon)
-        case .success:
-            if requested == .daemon {
-                return .failure(.serviceUnavailable("\(ServiceNames.busName) is not on the system bus"))
+        case .success(let daemon):
+            daemon.isServiceAvailable { available in
+                if available { return done(.success(.daemon)) }
+                done(requested == .daemon
+                    ? .failure(.serviceUnavailable("\(ServiceNames.busName) is not on the system bus"))
+                    : .success(.inProcess))
             }
         case .failure(let error):
-            if requested == .daemon { return .failure(error) }
+            done(requested == .daemon ? .failure(error) : .success(.inProcess))
         }
-        return .success(.inProcess)
     }
 
     /// The backend in `slot`, made on first use (a failure is not kept: the next use tries again).
@@ -182,9 +180,29 @@ final class Runtime: @unchecked Sendable {
         }
     }
 
+    /// Calls `body` with the mode `choice` settles on, unless subscriber `id` left meanwhile.
+    func whenChosen(_ id: Int, _ choice: ModeChoice,
+                    _ body: @escaping (Result<ReachabilityMode, ReachabilityError>) -> Void) {
+        choosing.insert(id)
+        choice.get(self) { [unowned self] result in
+            guard self.choosing.remove(id) != nil else { return }
+            body(result)
+        }
+    }
+
     /// Adds a subscriber to the feed of `key` (created and opened on first use).
-    func subscribe(_ id: Int, key: FeedKey, mode: ReachabilityMode, _ subscriber: Subscriber,
+    func subscribe(_ id: Int, key: FeedKey, choice: ModeChoice, _ subscriber: Subscriber,
                    established: @escaping (ReachabilityError?) -> Void) {
+        whenChosen(id, choice) { [unowned self] result in
+            switch result {
+            case .success(let mode): self.subscribe(id, key: key, mode: mode, subscriber, established: established)
+            case .failure(let error): established(error)
+            }
+        }
+    }
+
+    private func subscribe(_ id: Int, key: FeedKey, mode: ReachabilityMode, _ subscriber: Subscriber,
+                           established: @escaping (ReachabilityError?) -> Void) {
         let backend: FeedBackend
         switch self.backend(mode) {
         case .success(let b): backend = b
@@ -206,6 +224,7 @@ final class Runtime: @unchecked Sendable {
     }
 
     func unsubscribe(_ id: Int) {
+        if choosing.remove(id) != nil { return }
         guard let (mode, key) = feedOfSubscriber.removeValue(forKey: id), let feed = feeds[mode]?[key] else { return }
         feed.remove(id)
         guard feed.isEmpty else { return }
@@ -213,11 +232,13 @@ final class Runtime: @unchecked Sendable {
         try? backend(mode).get().close(feed)
     }
 
-    func query(_ key: FeedKey, mode: ReachabilityMode,
+    func query(_ key: FeedKey, choice: ModeChoice,
                _ completion: @escaping (Result<ReachabilityState, ReachabilityError>) -> Void) {
-        switch backend(mode) {
-        case .success(let backend): backend.query(key, completion)
-        case .failure(let error): completion(.failure(error))
+        choice.get(self) { [unowned self] result in
+            switch result.flatMap({ self.backend($0) }) {
+            case .success(let backend): backend.query(key, completion)
+            case .failure(let error): completion(.failure(error))
+            }
         }
     }
 
@@ -227,5 +248,45 @@ final class Runtime: @unchecked Sendable {
         case .success(let daemon): daemon.watchedTargets(completion)
         case .failure(let error): completion(.failure(error))
         }
+    }
+}
+
+/// Where one manager's answers come from, chosen on the loop once, when first needed,
+/// without blocking anyone: until the bus has answered, uses of it wait their turn.
+@LoopActor
+final class ModeChoice {
+    private let requested: ReachabilityMode?
+    private var result: Result<ReachabilityMode, ReachabilityError>?
+    private var waiting: [(Result<ReachabilityMode, ReachabilityError>) -> Void]?
+
+    nonisolated init(requested: ReachabilityMode?) { self.requested = requested }
+
+    /// Calls `done` with the mode, at once when it is known.
+    func get(_ runtime: Runtime, _ done: @escaping (Result<ReachabilityMode, ReachabilityError>) -> Void) {
+        if let result { return done(result) }
+        if waiting != nil { return waiting!.append(done) }
+        waiting = [done]
+        runtime.chooseMode(requested) { [self] result in
+            self.result = result
+            let all = waiting ?? []
+            waiting = nil
+            for done in all { done(result) }
+        }
+    }
+}
+
+/// A value the loop hands to a thread waiting for it (`Runtime.wait`).
+private final class Handover<T: Sendable>: Sendable {
+    private let value = Mutex<T?>(nil)
+    private let arrived = DispatchSemaphore(value: 0)
+
+    func put(_ new: T) {
+        value.withLock { $0 = new }
+        arrived.signal()
+    }
+
+    func take() -> T {
+        arrived.wait()
+        return value.withLock { $0! }
     }
 }

@@ -1,5 +1,6 @@
 import ReachabilityBus
 import ReachabilityCore
+import ReachabilityLoop
 
 /// What the system bus says about an installed reachabilityd: whether the bus
 /// can start it (the activation file), lets a call through (the policy), and
@@ -40,11 +41,12 @@ extension NetworkReachabilityManager {
     /// target. Never evaluates in-process. Blocks the library's thread for the
     /// length of the calls (at most `timeoutMilliseconds` each): for tools.
     public static func checkService(timeoutMilliseconds: Int32 = 15_000) async -> ReachabilityServiceCheck {
-        await Runtime.shared.async { _, done in done(ServiceProbe.run(timeout: timeoutMilliseconds)) }
+        await Runtime.answer { _, done in done(ServiceProbe.run(timeout: timeoutMilliseconds)) }
     }
 }
 
 /// The calls of `checkService`, on a private connection of their own.
+@LoopActor
 private enum ServiceProbe {
     static let bus = ObjectPath("/org/freedesktop/DBus")
     static let root = ObjectPath(rawValue: ServiceNames.rootPath)!

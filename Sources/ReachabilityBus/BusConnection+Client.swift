@@ -164,6 +164,7 @@ private final class ReplyBox {
 }
 
 /// A signal match; cancelled (its rule removed) when dropped.
+@LoopActor
 public final class SignalSubscription {
     private weak var connection: BusConnection?
     private let rule: String
@@ -180,5 +181,5 @@ public final class SignalSubscription {
         dbus_bus_remove_match(connection.raw, rule, nil)
     }
 
-    deinit { cancel() }
+    isolated deinit { cancel() }
 }

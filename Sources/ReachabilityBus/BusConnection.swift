@@ -4,6 +4,7 @@ import ReachabilityLoop
 
 /// A private libdbus connection driven by the GLib main loop, exporting
 /// objects declared as `Interface` tables. No other module calls libdbus.
+@LoopActor
 public final class BusConnection {
     public enum Address: Sendable, Equatable {
         case system, session
@@ -66,7 +67,7 @@ public final class BusConnection {
         registerDispatcher()
     }
 
-    deinit {
+    isolated deinit {
         dbus_connection_set_watch_functions(raw, nil, nil, nil, nil, nil)
         dbus_connection_set_timeout_functions(raw, nil, nil, nil, nil, nil)
         dbus_connection_set_dispatch_status_function(raw, nil, nil, nil)
@@ -75,7 +76,7 @@ public final class BusConnection {
     }
 
     /// This machine's id (`/etc/machine-id`). Wraps `dbus_try_get_local_machine_id`.
-    static func machineID() -> String {
+    nonisolated static func machineID() -> String {
         var error = DBusError()
         dbus_error_init(&error)
         defer { dbus_error_free(&error) }
@@ -86,14 +87,14 @@ public final class BusConnection {
 
     /// The sender of a message (a unique name, or `org.freedesktop.DBus` for the
     /// bus driver), as the bus daemon stamped it: peers cannot choose it.
-    static func sender(of message: OpaquePointer) -> String? {
+    nonisolated static func sender(of message: OpaquePointer) -> String? {
         dbus_message_get_sender(message).map { String(cString: $0) }
     }
 
-    static let busDriver = "org.freedesktop.DBus"
+    nonisolated static let busDriver = "org.freedesktop.DBus"
 
-    static func errorName(_ e: DBusError) -> String? { e.name.map { String(cString: $0) } }
-    static func errorMessage(_ e: DBusError) -> String? { e.message.map { String(cString: $0) } }
+    nonisolated static func errorName(_ e: DBusError) -> String? { e.name.map { String(cString: $0) } }
+    nonisolated static func errorMessage(_ e: DBusError) -> String? { e.message.map { String(cString: $0) } }
 
     // MARK: Names
 

@@ -1,3 +1,5 @@
+import ReachabilityLoop
+
 /// Finds what handles a method call and answers it: every call gets a reply or
 /// a named error. The call's arguments are decoded whole before this runs, and a
 /// handler runs only when they match its declared signature, so no handler can
@@ -7,6 +9,7 @@
 /// tables, or a standard interface the path implements); for a call without an
 /// interface, the first of the object's tables with that member, then the
 /// standard interfaces.
+@LoopActor
 enum Dispatcher {
     struct Handler {
         let interface: String

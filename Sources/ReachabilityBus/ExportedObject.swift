@@ -6,13 +6,13 @@ final class ErasedInterface: Sendable {
     struct ErasedMethod: Sendable {
         let input: String
         let output: String
-        let invoke: @Sendable (AnyObject, MethodCall) throws(BusError) -> [DBusValue]?
+        let invoke: @LoopActor @Sendable (AnyObject, MethodCall) throws(BusError) -> [DBusValue]?
     }
     struct ErasedProperty: Sendable {
         let name: String
         let signature: String
         let emits: EmitsChanged
-        let get: @Sendable (AnyObject) -> DBusValue
+        let get: @LoopActor @Sendable (AnyObject) -> DBusValue
     }
 
     let name: String
@@ -47,6 +47,7 @@ final class ErasedInterface: Sendable {
 }
 
 /// One interface table with its owner bound in, ready to export.
+@LoopActor
 public struct BoundInterface {
     let table: ErasedInterface
     let owner: AnyObject
@@ -65,6 +66,7 @@ public struct BoundInterface {
 
 /// An object on the bus. Its owner calls `propertiesChanged()` after any state
 /// change; this object works out which properties changed and announces only those.
+@LoopActor
 public final class ExportedObject {
     public let path: ObjectPath
     let interfaces: [BoundInterface]
@@ -124,5 +126,5 @@ public final class ExportedObject {
 
 extension Interface {
     /// This table with `owner` bound in, for `BusConnection.export(at:interfaces:)`.
-    public func bound(to owner: Owner) -> BoundInterface { BoundInterface(table: erased, owner: owner) }
+    @LoopActor public func bound(to owner: Owner) -> BoundInterface { BoundInterface(table: erased, owner: owner) }
 }

@@ -1,3 +1,5 @@
+import ReachabilityLoop
+
 /// Declarative tables: each exported D-Bus interface is one `Interface` value
 /// listing its methods, properties and signals, with the prose XML of the
 /// contract that introspection serves.
@@ -17,11 +19,11 @@ public struct Method<Owner: AnyObject>: Sendable {
     /// The signature of the reply; checked before it is sent.
     public let output: String
     /// Returns the reply's values, or `nil` when it will answer later through `call.reply`.
-    public let body: @Sendable (Owner, MethodCall) throws(BusError) -> [DBusValue]?
+    public let body: @LoopActor @Sendable (Owner, MethodCall) throws(BusError) -> [DBusValue]?
 
     public init(
         _ name: String, input: String = "", output: String = "",
-        _ body: @escaping @Sendable (Owner, MethodCall) throws(BusError) -> [DBusValue]?
+        _ body: @escaping @LoopActor @Sendable (Owner, MethodCall) throws(BusError) -> [DBusValue]?
     ) {
         self.name = name
         self.input = input
@@ -34,11 +36,11 @@ public struct Property<Owner: AnyObject>: Sendable {
     public let name: String
     public let signature: String
     public let emits: EmitsChanged
-    public let get: @Sendable (Owner) -> DBusValue
+    public let get: @LoopActor @Sendable (Owner) -> DBusValue
 
     public init(
         _ name: String, _ signature: String, emits: EmitsChanged = .yes,
-        _ get: @escaping @Sendable (Owner) -> DBusValue
+        _ get: @escaping @LoopActor @Sendable (Owner) -> DBusValue
     ) {
         self.name = name
         self.signature = signature

@@ -2,6 +2,7 @@ import CDBus
 import ReachabilityLoop
 
 /// Where a call's answer goes: the bus, or a recorder in tests.
+@LoopActor
 protocol CallResponder: AnyObject {
     func send(reply values: [DBusValue], to call: MethodCall)
     func send(error: BusError, to call: MethodCall)
@@ -10,6 +11,7 @@ protocol CallResponder: AnyObject {
 /// An incoming method call. Answer it once, with `reply` or `fail`; the
 /// dispatcher does that for handlers that return synchronously. A call
 /// dropped unanswered is answered with `org.freedesktop.DBus.Error.Failed`.
+@LoopActor
 public final class MethodCall {
     private let responder: CallResponder
     /// The caller's unique bus name (":1.42").
@@ -38,7 +40,7 @@ public final class MethodCall {
         self.answered = !wantsReply
     }
 
-    deinit {
+    isolated deinit {
         if !answered {
             fail(.failed("\(interface).\(member) was not answered"))
         }
@@ -94,6 +96,7 @@ public final class MethodCall {
 }
 
 /// Answers a call that came in a libdbus message, on the connection it came from.
+@LoopActor
 final class MessageResponder: CallResponder {
     private let message: OpaquePointer
     private weak var connection: BusConnection?
@@ -104,7 +107,7 @@ final class MessageResponder: CallResponder {
         self.connection = connection
     }
 
-    deinit { dbus_message_unref(message) }
+    isolated deinit { dbus_message_unref(message) }
 
     func send(reply values: [DBusValue], to call: MethodCall) {
         guard let connection, let reply = connection.replies.methodReturn(to: message, values) else { return }

@@ -1,7 +1,10 @@
+import ReachabilityLoop
+
 /// The objects a connection exports, by path, and what the standard interfaces
 /// say about them (introspection, `GetManagedObjects`). It knows nothing of
 /// libdbus: signals leave through `emit`, so the dispatcher and the tree are
 /// tested without a bus.
+@LoopActor
 public final class ObjectTree {
     private(set) var objects: [ObjectPath: ExportedObject] = [:]
     /// The path whose objects below are announced through ObjectManager.

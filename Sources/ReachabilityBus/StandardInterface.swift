@@ -1,9 +1,12 @@
+import ReachabilityLoop
+
 /// The standard interfaces, as one table of their own members: which objects
 /// implement each is `ObjectTree.standardInterfaces(at:)`, what each member
 /// does is written here once, and the dispatcher treats them like any table.
 /// None of them has properties, so `Properties.GetAll` of one is an empty
 /// dictionary and `Get`/`Set` of anything in one is `UnknownProperty`, as the
 /// D-Bus specification says.
+@LoopActor
 enum StandardInterface: CaseIterable, Sendable {
     case peer, introspectable, properties, objectManager
 
@@ -12,7 +15,7 @@ enum StandardInterface: CaseIterable, Sendable {
         let name: String
         let input: String
         let output: String
-        let invoke: @Sendable (ObjectTree, MethodCall) throws(BusError) -> [DBusValue]
+        let invoke: @LoopActor @Sendable (ObjectTree, MethodCall) throws(BusError) -> [DBusValue]
     }
 
     var name: String {

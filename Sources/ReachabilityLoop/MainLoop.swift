@@ -2,19 +2,24 @@ import CGLib
 import Synchronization
 
 /// The GLib main loop that drives everything: libdbus (through `BusConnection`),
-/// libnm, rtnetlink sockets and timers. One thread — the one that calls `run()` —
-/// owns the loop and all mutable state; every callback below runs on it.
+/// libnm, rtnetlink sockets and timers. One thread — the one that made it — runs
+/// the process's loop context; `LoopActor` is that thread as a type, and every
+/// callback below runs on it.
 ///
-/// The loop runs the calling thread's default context: GLib's global default
-/// context in the daemon, a private one on a `LoopThread` (so that a program
-/// using the library keeps its own GLib main loop to itself).
+/// The context is the process's own (`LoopContext.context`), never GLib's global
+/// default, so a program using the library keeps its GLib main loop to itself.
 public final class MainLoop {
     private let loop: OpaquePointer
 
+    /// Makes the calling thread the loop's thread: from here on it is on
+    /// `LoopActor` (and only it may run the loop). Libraries that follow the
+    /// thread-default context (libnm, GIO's resolver) deliver on it too.
+    /// Wraps `g_main_context_push_thread_default` and `g_main_loop_new`.
     public init() {
-        // Own the context from the start, so callbacks can check they run on it.
-        g_main_context_acquire(LoopContext.current)
-        loop = g_main_loop_new(LoopContext.current, 0)
+        g_main_context_push_thread_default(LoopContext.context)
+        precondition(g_main_context_is_owner(LoopContext.context) != 0,
+                     "reachability: another thread already runs the loop")
+        loop = g_main_loop_new(LoopContext.context, 0)
     }
 
     deinit { g_main_loop_unref(loop) }
@@ -24,19 +29,14 @@ public final class MainLoop {
 
     /// Wraps `g_main_loop_quit`.
     public func quit() { g_main_loop_quit(loop) }
-
-    /// Runs one iteration; for tests that drive the loop by hand. Wraps `g_main_context_iteration`.
-    @discardableResult
-    public static func iterate(blocking: Bool) -> Bool {
-        g_main_context_iteration(LoopContext.current, blocking ? 1 : 0) != 0
-    }
 }
 
-/// Sources are attached to, and removed from, the calling thread's default
-/// context (`nil`: GLib's global default context).
+/// The process's loop context: every source is attached to it, and `LoopActor`'s
+/// jobs run on it.
 package enum LoopContext {
-    /// Wraps `g_main_context_get_thread_default`.
-    package static var current: OpaquePointer? { g_main_context_get_thread_default() }
+    /// Made once (Swift's lazy global initialisation is thread-safe); never changes,
+    /// and GLib's context functions used on it are thread-safe. Wraps `g_main_context_new`.
+    nonisolated(unsafe) package static let context: OpaquePointer = g_main_context_new()
 
     /// Attaches `source` with `callback` and returns its id. Wraps `g_source_attach`.
     package static func attach(
@@ -45,14 +45,14 @@ package enum LoopContext {
     ) -> guint {
         g_source_set_priority(source, priority)
         g_source_set_callback(source, callback, data, destroy)
-        let id = g_source_attach(source, current)
+        let id = g_source_attach(source, context)
         g_source_unref(source)
         return id
     }
 
-    /// Removes the source `id` of this thread's context. Wraps `g_source_destroy`.
+    /// Removes the source `id`. Wraps `g_source_destroy`.
     package static func remove(_ id: guint) {
-        if let source = g_main_context_find_source_by_id(current, id) { g_source_destroy(source) }
+        if let source = g_main_context_find_source_by_id(context, id) { g_source_destroy(source) }
     }
 
     /// An fd source. Wraps `g_unix_fd_source_new`.
@@ -73,8 +73,8 @@ package enum LoopContext {
 
 /// A callback box passed to GLib as user data; released by GLib's destroy notify.
 final class Callback {
-    let body: () -> Bool
-    init(_ body: @escaping () -> Bool) { self.body = body }
+    let body: @LoopActor () -> Bool
+    init(_ body: @escaping @LoopActor () -> Bool) { self.body = body }
 
     var retainedPointer: gpointer { Unmanaged.passRetained(self).toOpaque() }
 
@@ -87,11 +87,12 @@ final class Callback {
     }
 
     static let sourceFunc: GSourceFunc = { pointer in
-        from(pointer).body() ? 1 : 0
+        LoopActor.assumeIsolated(unretained: pointer, as: Callback.self) { $0.body() } ? 1 : 0
     }
 }
 
 /// A GLib source (idle, timeout, fd or signal) that is removed when this value is dropped.
+@LoopActor
 public final class SourceHandle {
     private var id: guint
 
@@ -108,13 +109,14 @@ public final class SourceHandle {
 
     public var isActive: Bool { id != 0 }
 
-    deinit { cancel() }
+    isolated deinit { cancel() }
 }
 
+@LoopActor
 public enum Sources {
     /// A handle and a callback that runs `body` until it returns false, then
     /// marks the handle finished (GLib removes the source itself).
-    private static func repeating(_ body: @escaping () -> Bool) -> (SourceHandle, Callback) {
+    private static func repeating(_ body: @escaping @LoopActor () -> Bool) -> (SourceHandle, Callback) {
         let handle = SourceHandle(id: 0)
         // Weak: the handle's owner decides how long the source lives; dropping the handle
         // removes it (a strong capture here would keep both alive, and the source running).
@@ -128,7 +130,7 @@ public enum Sources {
 
     /// Calls `body` once from the loop, after the events already pending at `priority`.
     /// Wraps `g_idle_source_new`.
-    public static func idle(priority: Int32 = G_PRIORITY_DEFAULT, _ body: @escaping () -> Void) -> SourceHandle {
+    public static func idle(priority: Int32 = G_PRIORITY_DEFAULT, _ body: @escaping @LoopActor () -> Void) -> SourceHandle {
         let handle = SourceHandle(id: 0)
         let callback = Callback { [weak handle] in
             handle?.finished()
@@ -142,7 +144,7 @@ public enum Sources {
 
     /// Calls `body` every `seconds` until it returns false or the handle is dropped.
     /// Wraps `g_timeout_source_new_seconds`.
-    public static func every(seconds: UInt32, _ body: @escaping () -> Bool) -> SourceHandle {
+    public static func every(seconds: UInt32, _ body: @escaping @LoopActor () -> Bool) -> SourceHandle {
         let (handle, callback) = repeating(body)
         let id = LoopContext.attach(g_timeout_source_new_seconds(seconds), priority: G_PRIORITY_DEFAULT,
                                     Callback.sourceFunc, callback.retainedPointer, Callback.release)
@@ -151,11 +153,11 @@ public enum Sources {
 
     /// Calls `body` when `fd` is readable (or hung up), until it returns false or the
     /// handle is dropped.
-    public static func readable(fd: Int32, _ body: @escaping () -> Bool) -> SourceHandle {
+    public static func readable(fd: Int32, _ body: @escaping @LoopActor () -> Bool) -> SourceHandle {
         let (handle, callback) = repeating(body)
         let condition = GIOCondition(rawValue: G_IO_IN.rawValue | G_IO_HUP.rawValue | G_IO_ERR.rawValue)
         let id = LoopContext.addFD(fd, condition, { _, _, pointer in
-            Callback.from(pointer).body() ? 1 : 0
+            Callback.sourceFunc(pointer)
         }, callback.retainedPointer, Callback.release)
         return SourceHandle.replacing(handle, id: id)
     }
@@ -163,7 +165,7 @@ public enum Sources {
     /// Calls `body` on the loop when the process receives `signal` (SIGTERM, SIGINT, SIGHUP…),
     /// after unblocking it (a parent may have started us with it blocked).
     /// Wraps `g_unix_signal_source_new`.
-    public static func onSignal(_ signal: Int32, _ body: @escaping () -> Void) -> SourceHandle {
+    public static func onSignal(_ signal: Int32, _ body: @escaping @LoopActor () -> Void) -> SourceHandle {
         var set = sigset_t()
         sigemptyset(&set)
         sigaddset(&set, signal)
@@ -197,68 +199,23 @@ public enum RealtimeClock {
     public static func microseconds() -> UInt64 { UInt64(max(0, g_get_real_time())) }
 }
 
-/// A thread running a `MainLoop` on a private GLib context, for a library inside
-/// someone else's program: all of the library's GLib, libnm and libdbus work
-/// happens on it. It runs for the life of the process; when nothing changes it
-/// sleeps in `poll` (no wake-ups).
-public final class LoopThread: Sendable {
-    /// Immutable, and GLib's context functions used here are thread-safe.
-    nonisolated(unsafe) private let context: OpaquePointer
+/// A thread running the loop, for a library inside someone else's program: all of
+/// the library's GLib, libnm and libdbus work happens on it (it is `LoopActor`'s
+/// thread). It runs for the life of the process; when nothing changes it sleeps
+/// in `poll` (no wake-ups).
+public enum LoopThread {
+    /// Starts the thread once per process; later calls do nothing. Jobs sent to
+    /// `LoopActor` before its loop runs wait for it. Wraps `pthread_create`.
+    public static func start() { _ = started }
 
-    /// Starts the thread. Work sent with `perform` before its loop runs waits for it.
-    /// Wraps `g_main_context_new`, `pthread_create` and `g_main_context_push_thread_default`.
-    public init() {
-        context = g_main_context_new()
+    private static let started: Bool = {
         var thread = pthread_t()
-        let result = pthread_create(&thread, nil, { pointer in
-            let context = OpaquePointer(pointer!)
-            g_main_context_push_thread_default(context)
+        let result = pthread_create(&thread, nil, { _ in
             MainLoop().run()
             return nil
-        }, UnsafeMutableRawPointer(context))
+        }, nil)
         precondition(result == 0, "cannot start the reachability loop thread (error \(result))")
         pthread_detach(thread)
-    }
-
-    /// Whether the caller is this loop's thread. Wraps `g_main_context_is_owner`.
-    public var isCurrent: Bool { g_main_context_is_owner(context) != 0 }
-
-    /// Runs `body` on the loop's thread: at once if the caller is that thread,
-    /// else as soon as the loop gets to it. Wraps `g_main_context_invoke_full`.
-    public func perform(_ body: @escaping @Sendable () -> Void) {
-        let callback = Callback {
-            body()
-            return false
-        }
-        let pointer = callback.retainedPointer
-        // GLib hands the callback over under its own futex lock, which ThreadSanitizer
-        // cannot see; this release (and the acquire on the loop) shows it the hand-over.
-        Self.handover.add(1, ordering: .releasing)
-        g_main_context_invoke_full(context, G_PRIORITY_DEFAULT, { pointer in
-            _ = LoopThread.handover.load(ordering: .acquiring)
-            return Callback.sourceFunc(pointer)
-        }, pointer, Callback.release)
-    }
-
-    /// Runs `body` on the loop's thread in a later iteration, never inside the
-    /// caller — also when the caller is the loop's thread. For work that must not
-    /// run in the middle of whatever the loop is doing now: a `deinit` that runs on
-    /// the loop because the last reference went while an update was delivered
-    /// must not tear the target down inside that delivery.
-    /// Wraps `g_idle_source_new` and `g_source_attach`.
-    public func later(_ body: @escaping @Sendable () -> Void) {
-        let callback = Callback {
-            _ = LoopThread.handover.load(ordering: .acquiring)
-            body()
-            return false
-        }
-        let source = g_idle_source_new()!
-        g_source_set_priority(source, G_PRIORITY_DEFAULT)
-        g_source_set_callback(source, Callback.sourceFunc, callback.retainedPointer, Callback.release)
-        Self.handover.add(1, ordering: .releasing)
-        g_source_attach(source, context)
-        g_source_unref(source)
-    }
-
-    private static let handover = Atomic<Int>(0)
+        return true
+    }()
 }

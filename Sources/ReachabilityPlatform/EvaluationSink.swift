@@ -1,9 +1,11 @@
 import ReachabilityCore
+import ReachabilityLoop
 
 /// Where a `TargetEvaluator`'s results go — the daemon's exported objects, or the
 /// client library's in-process feeds. It is the one way results travel up from
 /// evaluation: targets are plain values the evaluator updates, and it tells the
 /// sink what changed.
+@LoopActor
 public protocol EvaluationSink: AnyObject {
     /// Every target to evaluate after a change.
     var evaluatedTargets: [WatchedTarget] { get }

@@ -5,6 +5,7 @@ import ReachabilityLoop
 
 /// rtnetlink, the kernel's routing interface. Every netlink syscall of the
 /// project goes through this file, and through `Syscall`.
+@LoopActor
 public final class Netlink {
     let fd: Int32
     var sequence: UInt32 = 0
@@ -258,6 +259,7 @@ public struct RouteInvalidation: Sendable, Equatable {
 /// groups, reports that something changed, and says which cached route answers
 /// the events may have made stale. The facts themselves are re-read once per
 /// coalesced evaluation.
+@LoopActor
 public final class NetlinkMonitor {
     private let fd: Int32
     private var source: SourceHandle?
@@ -374,7 +376,7 @@ public final class NetlinkMonitor {
         return false
     }
 
-    deinit {
+    isolated deinit {
         source?.cancel()
         close(fd)
     }

@@ -6,6 +6,7 @@ import ReachabilityLoop
 /// project is in this file. Created asynchronously; follows NetworkManager
 /// appearing and vanishing (`nm-running`), and reports any change of the
 /// client, its devices or its active connections through `onChange`.
+@LoopActor
 public final class NetworkManagerBackend {
     private var client: OpaquePointer?
     private var clientHandlers: [gulong] = []
@@ -43,7 +44,7 @@ public final class NetworkManagerBackend {
         }, me)
     }
 
-    deinit {
+    isolated deinit {
         g_cancellable_cancel(cancellable)
         g_object_unref(cancellable)
         for (object, handlers) in watched { release(object, handlers) }

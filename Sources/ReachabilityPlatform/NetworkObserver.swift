@@ -15,6 +15,7 @@ public enum BackendMode: String, CaseIterable, Sendable {
 /// Watches the network through every source (libnm, rtnetlink) and reports a
 /// change once per burst: all events of one main-loop iteration lead to one
 /// `onChange` call, in an idle callback, with no artificial delay.
+@LoopActor
 public final class NetworkObserver {
     public let mode: BackendMode
     let netlink: Netlink

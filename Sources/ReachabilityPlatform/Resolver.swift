@@ -4,10 +4,12 @@ import ReachabilityLoop
 /// Host-name resolution through GLib's `GResolver`, which answers on the main
 /// loop and never blocks it. At most `maximumInFlight` lookups run at once; the
 /// rest wait in order. Every lookup can be cancelled.
+@LoopActor
 public final class Resolver {
     public static let maximumInFlight = 64
 
     /// One lookup; cancelling it drops its completion.
+    @LoopActor
     public final class Lookup {
         fileprivate let host: String
         fileprivate let completion: (Result<[String], ResolveError>) -> Void
@@ -24,7 +26,8 @@ public final class Resolver {
         public func cancel() {
             guard !isCancelled else { return }
             isCancelled = true
-            if let cancellable { g_cancellable_cancel(cancellable) } else { resolver?.dequeue(self) }
+            // One not started yet is skipped when its turn comes.
+            if let cancellable { g_cancellable_cancel(cancellable) }
         }
     }
 
@@ -43,7 +46,7 @@ public final class Resolver {
 
     public init() { resolver = g_resolver_get_default() }
 
-    deinit { g_object_unref(resolver) }
+    isolated deinit { g_object_unref(resolver) }
 
     /// Resolves `host` (an ASCII name) to its addresses in resolver order.
     @discardableResult
@@ -57,11 +60,6 @@ public final class Resolver {
 
     /// The number of lookups queued behind the in-flight ones.
     public var queued: Int { waiting.count - waitingHead }
-
-    fileprivate func dequeue(_ lookup: Lookup) {
-        // A cancelled lookup is skipped when its turn comes.
-        _ = lookup
-    }
 
     private func startWaiting() {
         while inFlight < Self.maximumInFlight, waitingHead < waiting.count {

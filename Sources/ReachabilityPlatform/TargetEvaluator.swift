@@ -7,6 +7,7 @@ import ReachabilityLoop
 /// looks routes up per address (kept until a kernel event can have changed
 /// them), and resolves host names — on every network change, on demand, and
 /// on a refresh timer that exists only while host targets exist.
+@LoopActor
 public final class TargetEvaluator {
     private var observer: NetworkObserver?
     public let resolver = Resolver()

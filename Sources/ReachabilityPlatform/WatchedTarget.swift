@@ -1,8 +1,10 @@
 import ReachabilityCore
+import ReachabilityLoop
 
 /// One target being evaluated — the internet, a host or an address — by a
 /// `TargetEvaluator`, which alone changes its state and its lookup, and tells its
 /// `EvaluationSink` what changed.
+@LoopActor
 public final class WatchedTarget {
     /// How far the resolution of a host target has come.
     public enum Resolution: Equatable, Sendable {

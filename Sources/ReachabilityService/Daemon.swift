@@ -5,6 +5,7 @@ import ReachabilityLoop
 import ReachabilityPlatform
 
 /// The daemon: set up, announce, loop.
+@LoopActor
 public final class Daemon {
     public struct Options: Sendable {
         public var bus: BusConnection.Address = .system
@@ -30,7 +31,7 @@ public final class Daemon {
         }
     }
 
-    private let loop = MainLoop()
+    private let loop: MainLoop
     private let connection: BusConnection
     private let manager: ManagerObject
     private let registry: TargetRegistry
@@ -41,7 +42,9 @@ public final class Daemon {
     private var exitCode: Int32 = 0
     private let backendMode: BackendMode
 
-    public init(options: Options) throws(Exit) {
+    /// Sets up on `loop`, which the calling thread runs.
+    public init(options: Options, loop: MainLoop) throws(Exit) {
+        self.loop = loop
         Log.verbose = options.verbose
         backendMode = options.backend
         do {

@@ -1,9 +1,11 @@
 import ReachabilityBus
 import ReachabilityCore
 import ReachabilityPlatform
+import ReachabilityLoop
 
 /// The bus side of evaluation: `Refresh` and `Query`, on top of the evaluator
 /// the client library's in-process mode shares.
+@LoopActor
 final class EvaluationRequests {
     let evaluator: TargetEvaluator
     /// Unwatched-host `Query` lookups in flight, by caller.

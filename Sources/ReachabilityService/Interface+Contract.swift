@@ -1,18 +1,19 @@
 import ReachabilityBus
 import ReachabilityCore
+import ReachabilityLoop
 
 // Table entries made from the contract: names, signatures and change announcements
 // come from `dbus/` (through the generated `Contract`), never spelled again here.
 
 extension Method {
     init(_ member: ContractMethod,
-         _ body: @escaping @Sendable (Owner, MethodCall) throws(BusError) -> [DBusValue]?) {
+         _ body: @escaping @LoopActor @Sendable (Owner, MethodCall) throws(BusError) -> [DBusValue]?) {
         self.init(member.name, input: member.input, output: member.output, body)
     }
 }
 
 extension Property {
-    init(_ member: ContractProperty, _ get: @escaping @Sendable (Owner) -> DBusValue) {
+    init(_ member: ContractProperty, _ get: @escaping @LoopActor @Sendable (Owner) -> DBusValue) {
         self.init(member.name, member.type, emits: EmitsChanged(rawValue: member.emitsChanged) ?? .yes, get)
     }
 }

@@ -1,9 +1,11 @@
 import ReachabilityBus
 import ReachabilityCore
 import ReachabilityPlatform
+import ReachabilityLoop
 
 /// The service itself, exported on the root object with `…Reachability1.Manager`:
 /// watching, releasing and querying targets.
+@LoopActor
 public final class ManagerObject {
     public var backend: BackendKind = .none {
         didSet { if backend != oldValue { exported?.propertiesChanged() } }

@@ -1,10 +1,12 @@
 import ReachabilityBus
 import ReachabilityCore
 import ReachabilityPlatform
+import ReachabilityLoop
 
 /// The paths to the internet per interface, exported at `…/path` with the
 /// `…Reachability1.Path` interface while a client holds it (`WatchPath`). Its
 /// owner feeds it evaluated states; it announces what changed.
+@LoopActor
 public final class PathObject {
     public private(set) var state: PathState
     /// Weak: the exported object holds this one (its interface is bound to it), and the

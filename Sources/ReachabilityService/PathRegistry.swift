@@ -1,12 +1,14 @@
 import ReachabilityBus
 import ReachabilityCore
 import ReachabilityPlatform
+import ReachabilityLoop
 
 /// Who holds the path object (`WatchPath`), tracked by unique name like the
 /// targets' holders but apart from them: it counts against no target limit.
 /// The object exists, and the evaluator computes its facts, exactly while it
 /// has a holder; it disappears (with `InterfacesRemoved`) when its last holder
 /// releases it or leaves the bus.
+@LoopActor
 final class PathRegistry {
     /// Unowned: the daemon owns the connection, and the connection (through the root
     /// object's Manager interface) owns this registry.

@@ -8,6 +8,7 @@ import ReachabilityPlatform
 /// `target`; the daemon (the evaluation's sink) tells it to announce what
 /// changed: `PropertiesChanged` first, then `StatusChanged` when the flags (or
 /// the unknown state) changed.
+@LoopActor
 final class TargetObject {
     /// What the evaluator evaluates.
     let target: WatchedTarget

@@ -1,10 +1,12 @@
 import ReachabilityBus
 import ReachabilityCore
 import ReachabilityPlatform
+import ReachabilityLoop
 
 /// The watched targets and who holds them. One object per normalised target,
 /// shared by every caller; it disappears (with `InterfacesRemoved`) when its last
 /// holder releases it or leaves the bus.
+@LoopActor
 final class TargetRegistry {
     /// Unowned: the daemon owns the connection, and the connection (through the root
     /// object's Manager interface) owns this registry.

@@ -1,5 +1,6 @@
 import Foundation
 import ReachabilityBus
+import ReachabilityLoop
 
 // reachability-bench ADDRESS [HOST] [CALLS]: round-trip cost of the daemon's
 // D-Bus calls from one libdbus client, next to Peer.Ping as the floor.
@@ -19,6 +20,8 @@ let root = ObjectPath("/io/github/reachabilityd/Reachability1")
 let target = name + ".Target"
 let properties = "org.freedesktop.DBus.Properties"
 
+// Blocking calls only: this thread owns the loop (so the connection may be used), never runs it.
+LoopActor.assumeIsolated(MainLoop()) { _ in
 do {
     let bus = try BusConnection(.custom(address))
     // Watch the host so that Get and Query hit a cached target.
@@ -100,4 +103,5 @@ do {
 } catch {
     FileHandle.standardError.write(Data("reachability-bench: \(error)\n".utf8))
     exit(1)
+}
 }

@@ -50,6 +50,8 @@ if let churn {
 let manager: NetworkReachabilityManager
 do {
     manager = try NetworkReachabilityManager(target: target, mode: mode)
+    // Creating it never waits for the bus; this does (and fails with `--daemon` and no daemon).
+    _ = try manager.chosenMode()
 } catch {
     // The error is typed: ReachabilityError.
     let kind =

@@ -21,12 +21,15 @@ func main() -> Int32 {
         print("reachabilityd \(Names.version)")
         return 0
     case .run:
-        do {
-            let daemon = try Daemon(options: options)
-            return try daemon.run()
-        } catch {
-            Log.error(error.description)
-            return 1
+        // From here this thread is the loop's: everything below runs on LoopActor.
+        return LoopActor.assumeIsolated(MainLoop()) { loop in
+            do throws(Daemon.Exit) {
+                let daemon = try Daemon(options: options, loop: loop)
+                return try daemon.run()
+            } catch {
+                Log.error(error.description)
+                return 1
+            }
         }
     }
 }

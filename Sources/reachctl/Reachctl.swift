@@ -121,12 +121,14 @@ struct CommonOptions: ParsableArguments {
         if let text { try TargetText.check(text, command: command) }
         let target = text.map(ReachabilityTarget.init) ?? .internet
         let manager: NetworkReachabilityManager
+        let chosen: ReachabilityMode
         do {
             manager = try NetworkReachabilityManager(target: target, mode: mode)
+            chosen = try manager.chosenMode()
         } catch {
             throw TargetText.explained(error, hint: "without --daemon, reachctl evaluates in this process")
         }
-        if manager.mode == .inProcess { Output.noteInProcess(forced: noDaemon) }
+        if chosen == .inProcess { Output.noteInProcess(forced: noDaemon) }
         return manager
     }
 }

@@ -1,10 +1,15 @@
 import Testing
 @testable import ReachabilityBus
+import ReachabilityLoop
 
 /// The dispatcher and the standard interfaces, with no bus: calls are made by
 /// hand and their answers recorded.
 @Suite("Dispatcher")
+@LoopActor
 struct DispatcherTests {
+    /// The tree and the dispatcher live on the loop; so do the tests.
+    nonisolated init() { LoopThread.start() }
+
     final class Thing {
         var flags: UInt32 = 3
     }
@@ -27,6 +32,7 @@ struct DispatcherTests {
         case error(String)
     }
 
+    @LoopActor
     final class Recorder: CallResponder {
         var answers: [Answer] = []
         func send(reply values: [DBusValue], to call: MethodCall) { answers.append(.reply(values)) }
@@ -39,6 +45,7 @@ struct DispatcherTests {
     static let between = ObjectPath("/org")
 
     /// A tree with a manager object at `root` and a plain object at `child`.
+    @LoopActor
     final class Fixture {
         let tree = ObjectTree(machineID: { "0123456789abcdef0123456789abcdef" })
         let thing = Thing()

@@ -1,7 +1,9 @@
+import Synchronization
 import Testing
 @testable import Reachability
 import ReachabilityBus
 import ReachabilityCore
+import ReachabilityLoop
 
 @Suite("The Path interface's properties, decoded")
 struct PathDecodingTests {
@@ -49,17 +51,22 @@ struct PathDecodingTests {
 }
 
 @Suite("The path feed: one per backend, shared by every monitor")
+@LoopActor
 struct PathFeedTests {
-    final class Box: @unchecked Sendable {
-        // Touched by the test's own thread only (the feed calls back synchronously).
-        var received: [PathState] = []
+    /// The feed lives on the loop; so do the tests (the feed calls back synchronously).
+    nonisolated init() { LoopThread.start() }
+
+    final class Box: Sendable {
+        private let states = Mutex<[PathState]>([])
+        var received: [PathState] { states.withLock { $0 } }
+        func append(_ state: PathState) { states.withLock { $0.append(state) } }
     }
 
     @Test("nothing before the first real answer, then the current state to each newcomer, then changes once")
     func publishing() {
         let feed = PathFeed()
         let first = Box()
-        feed.add(1) { first.received.append($0) }
+        feed.add(1) { first.append($0) }
         let state = PathState(flags: [.reachable], dnsConfigured: true)
         feed.publish(state, settled: false)
         #expect(first.received.isEmpty)
@@ -68,7 +75,7 @@ struct PathFeedTests {
         feed.publish(state, settled: true)
         #expect(first.received.count == 1)
         let second = Box()
-        feed.add(2) { second.received.append($0) }
+        feed.add(2) { second.append($0) }
         #expect(second.received == [state])
         feed.publish(.none, settled: true)
         #expect(first.received == [state, .none] && second.received == [state, .none])
@@ -81,7 +88,7 @@ struct PathFeedTests {
     func settledNone() {
         let feed = PathFeed()
         let box = Box()
-        feed.add(1) { box.received.append($0) }
+        feed.add(1) { box.append($0) }
         feed.publish(.none, settled: true)
         #expect(box.received == [.none])
     }

@@ -1,0 +1,85 @@
+import CGLib
+
+/// The one thread everything runs on, as a type the compiler checks.
+///
+/// Everything that touches libdbus, libnm, rtnetlink sockets, GLib sources or the
+/// watched targets is isolated to this actor. Its executor is the process's loop
+/// context (`LoopContext.context`): a job sent to the actor is an idle source on
+/// that context, run by whichever thread runs the loop — the daemon's main thread,
+/// or the library's `LoopThread` inside someone else's program. A callback from C
+/// (a GLib source, a libnm signal, libdbus) enters the actor with `assumeIsolated`,
+/// which checks that the caller really is the loop's thread.
+@globalActor
+public actor LoopActor {
+    public static let shared = LoopActor()
+
+    private init() {}
+
+    public nonisolated var unownedExecutor: UnownedSerialExecutor {
+        LoopExecutor.shared.asUnownedSerialExecutor()
+    }
+
+    /// Runs `body(context)` on the actor from code the compiler cannot see is on it
+    /// (a C callback, whose user data is `context`); stops the process if the caller
+    /// is not the loop's thread. `context` is an argument, not a capture, so that a C
+    /// callback's object can enter without being sent anywhere.
+    public static func assumeIsolated<Context, T>(
+        _ context: Context, _ body: @LoopActor (Context) throws -> T
+    ) rethrows -> T {
+        typealias Body = @LoopActor (Context) throws -> T
+        typealias Plain = (Context) throws -> T
+        LoopExecutor.shared.checkIsolated()
+        // The check above is what `@LoopActor` promises; call the body as the plain
+        // function it is (the standard library's `MainActor.assumeIsolated` does the same).
+        return try withoutActuallyEscaping(body) { (escapable: @escaping Body) throws -> T in
+            try unsafeBitCast(escapable, to: Plain.self)(context)
+        }
+    }
+
+    /// `assumeIsolated(_:_:)` with the object behind a C callback's user data.
+    public static func assumeIsolated<Object: AnyObject, T>(
+        unretained pointer: UnsafeMutableRawPointer?, as _: Object.Type, _ body: @LoopActor (Object) throws -> T
+    ) rethrows -> T {
+        try assumeIsolated(Unmanaged<Object>.fromOpaque(pointer!).takeUnretainedValue(), body)
+    }
+}
+
+/// Runs the actor's jobs on the loop context, one at a time, in the order sent.
+public final class LoopExecutor: SerialExecutor {
+    public static let shared = LoopExecutor()
+
+    private init() {}
+
+    /// Wraps `g_idle_source_new` and `g_source_attach` (thread-safe: any thread may send a job).
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let box = JobBox(job: job, executor: asUnownedSerialExecutor())
+        let source = g_idle_source_new()!
+        g_source_set_priority(source, G_PRIORITY_DEFAULT)
+        g_source_set_callback(source, { pointer in
+            let box = Unmanaged<JobBox>.fromOpaque(pointer!).takeRetainedValue()
+            box.job.runSynchronously(on: box.executor)
+            return 0
+        }, Unmanaged.passRetained(box).toOpaque(), nil)
+        g_source_attach(source, LoopContext.context)
+        g_source_unref(source)
+    }
+
+    /// The caller runs the loop context. Wraps `g_main_context_is_owner`.
+    public var isCurrent: Bool { g_main_context_is_owner(LoopContext.context) != 0 }
+
+    public func isIsolatingCurrentContext() -> Bool? { isCurrent }
+
+    public func checkIsolated() {
+        precondition(isCurrent, "reachability: loop-isolated code called off the loop's thread")
+    }
+}
+
+private final class JobBox: Sendable {
+    let job: UnownedJob
+    let executor: UnownedSerialExecutor
+    init(job: UnownedJob, executor: UnownedSerialExecutor) {
+        self.job = job
+        self.executor = executor
+    }
+}
