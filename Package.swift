@@ -82,7 +82,7 @@ let package = Package(
         .testTarget(name: "ReachabilityBusTests", dependencies: ["ReachabilityBus", "ReachabilityLoop", "CDBus"]),
         .testTarget(
             name: "ReachabilityPlatformTests",
-            dependencies: ["ReachabilityPlatform", "ReachabilityCore", "CNetlink", "CNetworkManager"]),
+            dependencies: ["ReachabilityPlatform", "ReachabilityCore", "ReachabilityLoop", "CNetlink", "CNetworkManager"]),
         .testTarget(name: "ReachabilityServiceTests", dependencies: ["ReachabilityService", "ReachabilityBus"]),
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityBus", "ReachabilityCore", "ReachabilityLoop"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzChecks"]),

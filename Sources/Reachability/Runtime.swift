@@ -110,9 +110,19 @@ final class Runtime {
     /// caller is the loop: a `deinit` that runs in the middle of delivering an update
     /// must not tear the feed down inside that delivery). Starts the loop on first use.
     nonisolated static func send(_ body: @escaping @LoopActor @Sendable (Runtime) -> Void) {
-        LoopThread.start()
+        _ = started
         Task { @LoopActor in body(Runtime.shared) }
     }
+
+    /// Once per process: the log set up for a library, the loop thread started.
+    private nonisolated static let started: Bool = {
+        // A library keeps quiet on the host program's standard error, unless asked.
+        let debug = getenv("REACHABILITY_DEBUG").map { String(cString: $0) } ?? ""
+        Log.program = debug.isEmpty || debug == "0" ? nil : "reachability"
+        Log.verbose = Log.program != nil
+        LoopThread.start()
+        return true
+    }()
 
     /// The value `body` hands to its second argument on the loop; the task waits, no thread blocks.
     nonisolated static func answer<T: Sendable>(

@@ -1,15 +1,29 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 
 /// The service's log: plain lines on standard error (journald adds the rest).
 public enum Log {
-    /// Set once by the command line before the loop starts, only read afterwards,
-    /// and only from the loop thread: no concurrent access exists.
-    nonisolated(unsafe) public static var verbose = false
+    private struct Settings {
+        var verbose = false
+        var program: String? = "reachabilityd"
+    }
+
+    private static let settings = Mutex(Settings())
+
+    /// Whether debug lines are written.
+    public static var verbose: Bool {
+        get { settings.withLock { $0.verbose } }
+        set { settings.withLock { $0.verbose = newValue } }
+    }
+
     /// The name each line starts with; `nil` keeps quiet (a library inside
-    /// someone else's program). Set, like `verbose`, before any loop runs.
-    nonisolated(unsafe) public static var program: String? = "reachabilityd"
+    /// someone else's program).
+    public static var program: String? {
+        get { settings.withLock { $0.program } }
+        set { settings.withLock { $0.program = newValue } }
+    }
 
     public static func info(_ message: @autoclosure () -> String) { write("", message()) }
     public static func debug(_ message: @autoclosure () -> String) {

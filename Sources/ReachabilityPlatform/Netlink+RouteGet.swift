@@ -87,7 +87,7 @@ extension Netlink {
     }
 
     /// One `RTM_GETROUTE` request for `address` (bound to `interface` if given), with its header.
-    private static func routeRequest(_ address: IPAddress, interface: Int32?, sequence: UInt32) -> [UInt8] {
+    private nonisolated static func routeRequest(_ address: IPAddress, interface: Int32?, sequence: UInt32) -> [UInt8] {
         var message = rtmsg()
         message.rtm_family = UInt8(address.family == .ipv4 ? AF_INET : AF_INET6)
         message.rtm_dst_len = UInt8(address.bytes.count * 8)
@@ -108,7 +108,7 @@ extension Netlink {
     }
 
     /// One `rtattr` with its payload, padded to 4 bytes.
-    static func attribute(_ type: UInt16, _ payload: [UInt8]) -> [UInt8] {
+    nonisolated static func attribute(_ type: UInt16, _ payload: [UInt8]) -> [UInt8] {
         let length = UInt16(4 + payload.count)
         var out = withUnsafeBytes(of: length) { Array($0) } + withUnsafeBytes(of: type) { Array($0) } + payload
         while out.count % 4 != 0 { out.append(0) }

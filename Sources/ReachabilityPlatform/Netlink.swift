@@ -62,7 +62,7 @@ public final class Netlink {
     }
 
     /// Splits a datagram into netlink messages (NLMSG_ALIGN redone by hand).
-    static func messages(in data: ArraySlice<UInt8>) -> [(nlmsghdr, [UInt8])] {
+    nonisolated static func messages(in data: ArraySlice<UInt8>) -> [(nlmsghdr, [UInt8])] {
         var out: [(nlmsghdr, [UInt8])] = []
         var offset = data.startIndex
         let headerSize = MemoryLayout<nlmsghdr>.size
@@ -77,7 +77,7 @@ public final class Netlink {
     }
 
     /// Attributes (`rtattr`) from `offset` on: type → payload.
-    static func attributes(_ body: [UInt8], from offset: Int) -> [UInt16: [UInt8]] {
+    nonisolated static func attributes(_ body: [UInt8], from offset: Int) -> [UInt16: [UInt8]] {
         var out: [UInt16: [UInt8]] = [:]
         var i = offset
         while body.count - i >= 4 {
@@ -90,12 +90,12 @@ public final class Netlink {
         return out
     }
 
-    static func int32(_ bytes: [UInt8]?) -> Int32? {
+    nonisolated static func int32(_ bytes: [UInt8]?) -> Int32? {
         guard let bytes, bytes.count >= 4 else { return nil }
         return bytes.withUnsafeBytes { $0.loadUnaligned(as: Int32.self) }
     }
 
-    static func string(_ bytes: [UInt8]?) -> String? {
+    nonisolated static func string(_ bytes: [UInt8]?) -> String? {
         guard let bytes else { return nil }
         return String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
     }
@@ -175,7 +175,7 @@ public final class Netlink {
     // MARK: Routes
 
     /// A route message: the route, its destination prefix length, table and metric.
-    static func parseRoute(_ body: [UInt8]) -> (RouteFact, UInt8, UInt32, UInt32)? {
+    nonisolated static func parseRoute(_ body: [UInt8]) -> (RouteFact, UInt8, UInt32, UInt32)? {
         let size = MemoryLayout<rtmsg>.size
         guard body.count >= size else { return nil }
         let msg = body.withUnsafeBytes { $0.loadUnaligned(as: rtmsg.self) }
@@ -214,14 +214,14 @@ public final class Netlink {
     /// The next hop's address literal: `RTA_GATEWAY` (an address of the route's
     /// family), or `RTA_VIA` (`struct rtvia { u16 family; u8 addr[]; }`, an IPv6
     /// next hop of an IPv4 route).
-    static func nextHop(_ attrs: [UInt16: [UInt8]]) -> String? {
+    nonisolated static func nextHop(_ attrs: [UInt16: [UInt8]]) -> String? {
         if let gateway = attrs[UInt16(RTA_GATEWAY.rawValue)] { return addressText(gateway) }
         if let via = attrs[UInt16(RTA_VIA.rawValue)], via.count > 2 { return addressText(Array(via[2...])) }
         return nil
     }
 
     /// An IPv4 (4 bytes) or IPv6 (16 bytes) address as text (`inet_ntop`).
-    static func addressText(_ bytes: [UInt8]) -> String? {
+    nonisolated static func addressText(_ bytes: [UInt8]) -> String? {
         let family: Int32
         switch bytes.count {
         case 4: family = AF_INET

@@ -101,7 +101,7 @@ public final class NetworkManagerBackend {
         g_object_unref(object)
     }
 
-    private static func objects(_ array: UnsafePointer<GPtrArray>?) -> [UnsafeMutableRawPointer] {
+    private nonisolated static func objects(_ array: UnsafePointer<GPtrArray>?) -> [UnsafeMutableRawPointer] {
         guard let array, let data = array.pointee.pdata else { return [] }
         return (0..<Int(array.pointee.len)).compactMap { data[$0] }
     }
@@ -156,12 +156,12 @@ public final class NetworkManagerBackend {
     // MARK: Mapping NetworkManager's enums
 
     /// WireGuard, tun/tap, PPP and IP tunnels: transient connections.
-    private static let tunnelTypes: Set<UInt32> = [
+    private nonisolated static let tunnelTypes: Set<UInt32> = [
         NM_DEVICE_TYPE_WIREGUARD.rawValue, NM_DEVICE_TYPE_TUN.rawValue, NM_DEVICE_TYPE_PPP.rawValue,
         NM_DEVICE_TYPE_IP_TUNNEL.rawValue,
     ]
 
-    static func interfaceType(_ type: UInt32) -> InterfaceType {
+    nonisolated static func interfaceType(_ type: UInt32) -> InterfaceType {
         switch type {
         case NM_DEVICE_TYPE_WIFI.rawValue, NM_DEVICE_TYPE_OLPC_MESH.rawValue, NM_DEVICE_TYPE_WIFI_P2P.rawValue:
             .wifi
@@ -176,7 +176,7 @@ public final class NetworkManagerBackend {
         }
     }
 
-    static func activity(_ state: UInt32) -> DeviceFact.Activity {
+    nonisolated static func activity(_ state: UInt32) -> DeviceFact.Activity {
         switch state {
         case NM_DEVICE_STATE_NEED_AUTH.rawValue: .needsAuthentication
         case NM_DEVICE_STATE_PREPARE.rawValue, NM_DEVICE_STATE_CONFIG.rawValue, NM_DEVICE_STATE_IP_CONFIG.rawValue,
@@ -187,7 +187,7 @@ public final class NetworkManagerBackend {
         }
     }
 
-    static func connectivity(_ state: NMConnectivityState) -> Connectivity {
+    nonisolated static func connectivity(_ state: NMConnectivityState) -> Connectivity {
         switch state {
         case NM_CONNECTIVITY_NONE: .none
         case NM_CONNECTIVITY_PORTAL: .portal

@@ -100,7 +100,7 @@ public final class TargetEvaluator {
     /// them take, so a split tunnel or a lab route that covers one does not
     /// speak for the internet. No packet is ever sent to them: `RTM_GETROUTE` is
     /// a lookup in the kernel's tables and rules, nothing more.
-    public static let internetDestinations: [(family: AddressFamily, addresses: [IPAddress])] = [
+    public nonisolated static let internetDestinations: [(family: AddressFamily, addresses: [IPAddress])] = [
         (.ipv4, ["8.8.8.8", "1.1.1.1", "9.9.9.9"].map { try! IPAddress(parsing: $0) }),
         (.ipv6, ["2001:4860:4860::8888", "2606:4700:4700::1111", "2620:fe::fe"].map { try! IPAddress(parsing: $0) }),
     ]
@@ -253,7 +253,7 @@ public final class TargetEvaluator {
     // MARK: Host resolution
 
     /// The resolver's result as a resolution (it only returns valid literals).
-    static func resolution(_ result: Result<[String], Resolver.ResolveError>) -> WatchedTarget.Resolution {
+    nonisolated static func resolution(_ result: Result<[String], Resolver.ResolveError>) -> WatchedTarget.Resolution {
         switch result {
         case .success(let addresses): .resolved(addresses.compactMap { try? IPAddress(parsing: $0) })
         case .failure(let error): .failed(error.message)

@@ -24,7 +24,7 @@ public final class ManagerObject {
     }
 
     /// The `…Manager` interface: every member declared once, here.
-    static let interface = Interface<ManagerObject>(
+    nonisolated static let interface = Interface<ManagerObject>(
         Names.managerInterface,
         methods: [
             Method(Contract.Manager.watchHost) { manager, call throws(BusError) in

@@ -25,7 +25,7 @@ public final class PathObject {
     }
 
     /// The `…Path` interface: every member declared once, here.
-    static let interface = Interface<PathObject>(
+    nonisolated static let interface = Interface<PathObject>(
         Names.pathInterface,
         properties: [
             Property(Contract.Path.interfaces) { .pathInterfaces($0.state.interfaces) },

@@ -58,10 +58,10 @@ final class TargetObject {
         answerWaitingCalls()
     }
 
-    static let statusChanged = Signal(Contract.Target.statusChanged)
+    nonisolated static let statusChanged = Signal(Contract.Target.statusChanged)
 
     /// The `…Target` interface: every member declared once, here.
-    static let interface = Interface<TargetObject>(
+    nonisolated static let interface = Interface<TargetObject>(
         Names.targetInterface,
         methods: [
             Method(Contract.Target.refresh) { object, call in

@@ -5,10 +5,10 @@ import ReachabilityLoop
 /// The dispatcher and the standard interfaces, with no bus: calls are made by
 /// hand and their answers recorded.
 @Suite("Dispatcher")
-@LoopActor
 struct DispatcherTests {
-    /// The tree and the dispatcher live on the loop; so do the tests.
-    nonisolated init() { LoopThread.start() }
+    /// The tree and the dispatcher live on the loop; so do the tests (started here: a test
+    /// isolated to the loop waits for it).
+    init() { LoopThread.start() }
 
     final class Thing {
         var flags: UInt32 = 3
@@ -39,10 +39,10 @@ struct DispatcherTests {
         func send(error: BusError, to call: MethodCall) { answers.append(.error(error.name)) }
     }
 
-    static let root = ObjectPath("/org/example")
-    static let child = ObjectPath("/org/example/child")
-    static let nowhere = ObjectPath("/org/example/nowhere")
-    static let between = ObjectPath("/org")
+    nonisolated static let root = ObjectPath("/org/example")
+    nonisolated static let child = ObjectPath("/org/example/child")
+    nonisolated static let nowhere = ObjectPath("/org/example/nowhere")
+    nonisolated static let between = ObjectPath("/org")
 
     /// A tree with a manager object at `root` and a plain object at `child`.
     @LoopActor
@@ -73,11 +73,11 @@ struct DispatcherTests {
     }
 
     static let properties = "org.freedesktop.DBus.Properties"
-    static let standard = StandardInterface.allCases.map(\.name)
+    @LoopActor static let standard = StandardInterface.allCases.map(\.name)
 
     @Test("GetAll of a standard interface an object implements is an empty dictionary",
           arguments: [root, child])
-    func getAllStandard(path: ObjectPath) {
+    @LoopActor func getAllStandard(path: ObjectPath) {
         let fixture = Fixture()
         for interface in fixture.tree.standardInterfaces(at: path) {
             #expect(fixture.call(path, Self.properties, "GetAll", [.string(interface.name)]) == .reply([.vardict([])]))
@@ -88,7 +88,7 @@ struct DispatcherTests {
     }
 
     @Test("Get and Set of a standard interface's property is UnknownProperty, never another interface's value")
-    func standardProperties() {
+    @LoopActor func standardProperties() {
         let fixture = Fixture()
         for interface in ["org.freedesktop.DBus.Peer", "org.freedesktop.DBus.Introspectable", Self.properties] {
             #expect(fixture.call(Self.root, Self.properties, "Get", [.string(interface), .string("Flags")])
@@ -100,7 +100,7 @@ struct DispatcherTests {
     }
 
     @Test("Properties of the object's own interfaces")
-    func ownProperties() {
+    @LoopActor func ownProperties() {
         let fixture = Fixture()
         let flags = DBusValue.vardict([("Flags", .uint32(3))])
         #expect(fixture.call(Self.child, Self.properties, "Get", [.string("org.example.Thing"), .string("Flags")])
@@ -119,18 +119,18 @@ struct DispatcherTests {
     }
 
     @Test("a handler reading past its declared arguments gets InvalidArgs, not a crash")
-    func greedyHandler() {
+    @LoopActor func greedyHandler() {
         #expect(Fixture().call(Self.child, "org.example.Thing", "Greedy", [.string("x")])
             == .error(BusError.prefix + "InvalidArgs"))
     }
 
     @Test("a call that is not answered at once is answered with Failed when dropped")
-    func unanswered() {
+    @LoopActor func unanswered() {
         #expect(Fixture().call(Self.child, "org.example.Thing", "Later") == .error(BusError.prefix + "Failed"))
     }
 
     @Test("introspection and Ping answer on every path, the tree's children listed")
-    func navigation() throws {
+    @LoopActor func navigation() throws {
         let fixture = Fixture()
         for path in [Self.root, Self.child, Self.between, Self.nowhere] {
             guard case .reply(let values)? = fixture.call(path, "org.freedesktop.DBus.Introspectable", "Introspect"),
@@ -151,7 +151,7 @@ struct DispatcherTests {
     }
 
     @Test("ObjectManager announces objects below it and lists them")
-    func objectManager() {
+    @LoopActor func objectManager() {
         let fixture = Fixture()
         #expect(fixture.signals.map(\.2) == ["InterfacesAdded"])
         guard case .reply(let values)? = fixture.call(Self.root, StandardInterface.objectManager.name,
@@ -169,7 +169,7 @@ struct DispatcherTests {
     /// Every path kind × every interface name × every member name known anywhere × several argument lists:
     /// each call gets exactly one answer, a reply or an error of the specification's names.
     @Test("the surface matrix: one answer, a named error or a reply, for every combination")
-    func matrix() {
+    @LoopActor func matrix() {
         let fixture = Fixture()
         let interfaces = ["org.example.Thing", "org.example.Nope", ""] + Self.standard
         let members = ["Echo", "Later", "Greedy", "Nope", ""]

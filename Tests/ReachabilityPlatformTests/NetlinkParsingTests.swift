@@ -1,6 +1,7 @@
 import CNetlink
 import CNetworkManager
 import ReachabilityCore
+import ReachabilityLoop
 import Testing
 @testable import ReachabilityPlatform
 
@@ -8,6 +9,9 @@ import Testing
 /// `RTM_GETLINK` request on a Linux 6 machine), parsed without a socket.
 @Suite("Netlink messages from captured bytes")
 struct NetlinkParsingTests {
+    /// A `Netlink` lives on the loop (its socket is a loop source); the link test runs there.
+    init() { LoopThread.start() }
+
     static func bytes(_ hex: String) -> [UInt8] {
         var out: [UInt8] = []
         var index = hex.startIndex
@@ -57,7 +61,7 @@ struct NetlinkParsingTests {
     }
 
     @Test("a link message: name, index, flags, operstate and type")
-    func loopbackLink() throws {
+    @LoopActor func loopbackLink() throws {
         let body = try #require(Self.body(Self.loopback, type: Int32(RTM_NEWLINK)))
         let netlink = try Netlink()
         let link = try #require(netlink.parseLink(body))

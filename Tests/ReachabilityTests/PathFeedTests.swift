@@ -51,10 +51,9 @@ struct PathDecodingTests {
 }
 
 @Suite("The path feed: one per backend, shared by every monitor")
-@LoopActor
 struct PathFeedTests {
     /// The feed lives on the loop; so do the tests (the feed calls back synchronously).
-    nonisolated init() { LoopThread.start() }
+    init() { LoopThread.start() }
 
     final class Box: Sendable {
         private let states = Mutex<[PathState]>([])
@@ -63,7 +62,7 @@ struct PathFeedTests {
     }
 
     @Test("nothing before the first real answer, then the current state to each newcomer, then changes once")
-    func publishing() {
+    @LoopActor func publishing() {
         let feed = PathFeed()
         let first = Box()
         feed.add(1) { first.append($0) }
@@ -85,7 +84,7 @@ struct PathFeedTests {
     }
 
     @Test("a first answer equal to the initial state still settles and is delivered")
-    func settledNone() {
+    @LoopActor func settledNone() {
         let feed = PathFeed()
         let box = Box()
         feed.add(1) { box.append($0) }
