@@ -28,7 +28,9 @@ public actor LoopActor {
     ) rethrows -> T {
         typealias Body = @LoopActor (Context) throws -> T
         typealias Plain = (Context) throws -> T
-        LoopExecutor.shared.checkIsolated()
+        // Asks the runtime: a comparison while the loop runs (its thread runs a task on this
+        // actor), else `LoopExecutor.isIsolatingCurrentContext`.
+        LoopActor.shared.preconditionIsolated("reachability: loop-isolated code called off the loop's thread")
         // The check above is what `@LoopActor` promises; call the body as the plain
         // function it is (the standard library's `MainActor.assumeIsolated` does the same).
         return try withoutActuallyEscaping(body) { (escapable: @escaping Body) throws -> T in

@@ -24,8 +24,28 @@ public final class MainLoop {
 
     deinit { g_main_loop_unref(loop) }
 
-    /// Runs until `quit()`. Wraps `g_main_loop_run`.
-    public func run() { g_main_loop_run(loop) }
+    /// Runs until `quit()`, as a task on `LoopActor` started in place (`Task.immediate`):
+    /// the Swift runtime then knows this thread's executor, and the isolation checks it
+    /// makes in callbacks are a comparison instead of a question to GLib. Wraps `g_main_loop_run`.
+    public func run() {
+        let loop = UInt(bitPattern: Int(bitPattern: UnsafeMutableRawPointer(self.loop)))
+        let ended = Flag()
+        LoopActor.assumeIsolated(()) { _ in
+            _ = Task.immediate { @LoopActor in
+                g_main_loop_run(OpaquePointer(bitPattern: loop))
+                ended.set()
+            }
+        }
+        // Started in place, the task has run to its end; enqueued instead, nothing would run it.
+        precondition(ended.isSet, "reachability: the loop did not start on its own thread")
+    }
+
+    /// Whether something happened, seen from the thread that asks.
+    private final class Flag: Sendable {
+        private let value = Atomic<Bool>(false)
+        func set() { value.store(true, ordering: .relaxed) }
+        var isSet: Bool { value.load(ordering: .relaxed) }
+    }
 
     /// Wraps `g_main_loop_quit`.
     public func quit() { g_main_loop_quit(loop) }
