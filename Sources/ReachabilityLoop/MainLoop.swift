@@ -54,9 +54,12 @@ public final class MainLoop {
 /// The process's loop context: every source is attached to it, and `LoopActor`'s
 /// jobs run on it.
 package enum LoopContext {
-    /// Made once (Swift's lazy global initialisation is thread-safe); never changes,
-    /// and GLib's context functions used on it are thread-safe. Wraps `g_main_context_new`.
-    nonisolated(unsafe) package static let context: OpaquePointer = g_main_context_new()
+    /// Made once (Swift's lazy global initialisation is thread-safe) and never changed;
+    /// kept as its address, and GLib's context functions used on it are thread-safe.
+    /// Wraps `g_main_context_new`.
+    package static var context: OpaquePointer { OpaquePointer(bitPattern: address)! }
+
+    private static let address = UInt(bitPattern: Int(bitPattern: UnsafeMutableRawPointer(g_main_context_new())))
 
     /// Attaches `source` with `callback` and returns its id. Wraps `g_source_attach`.
     package static func attach(
