@@ -1,7 +1,6 @@
 import Dispatch
 import Reachability
 import ReachabilityCore
-import Synchronization
 
 /// Watches the network's paths and reports each change, with the Network
 /// framework's names and behaviour, for Linux.
@@ -21,7 +20,7 @@ import Synchronization
 public final class NWPathMonitor: Sendable {
     private let requirement: PathRequirement
     private let source: PathSource
-    private let shared = Mutex(Shared())
+    private let shared = Guarded(Shared())
 
     /// Everything that changes, under `shared`'s lock.
     private struct Shared {
@@ -146,7 +145,7 @@ extension NWPathMonitor: AsyncSequence {
     public func makeAsyncIterator() -> Iterator {
         let (requirement, source) = (self.requirement, self.source)
         let stream = AsyncStream<NWPath>(bufferingPolicy: .unbounded) { continuation in
-            let latest = Mutex<NWPath?>(nil)
+            let latest = Guarded<NWPath?>(nil)
             let id = source.subscribe { state in
                 let path = NWPath(state, requirement: requirement)
                 let isNew = latest.withLock { latest in

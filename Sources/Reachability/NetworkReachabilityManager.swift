@@ -1,6 +1,5 @@
 import Dispatch
 import ReachabilityCore
-import Synchronization
 
 /// Reachability of the internet or of one host or address, shaped like
 /// Alamofire's `NetworkReachabilityManager`, for Swift programs on Linux.
@@ -29,7 +28,7 @@ import Synchronization
 /// `@unchecked` only because the class is `open`, as Alamofire's (which declares
 /// it the same way): the compiler checks Sendable for final classes only. Every
 /// stored property is a `let` of a Sendable type — what changes lives in
-/// `Mutex`es, the loop's part in a `LoopActor` object — and subclasses must keep
+/// `Guarded` values, the loop's part in a `LoopActor` object — and subclasses must keep
 /// to the same rule.
 open class NetworkReachabilityManager: @unchecked Sendable {
     /// Alamofire's status.
@@ -94,8 +93,8 @@ open class NetworkReachabilityManager: @unchecked Sendable {
         var previousStatus: NetworkReachabilityStatus?
     }
 
-    private let listening = Mutex<Listening?>(nil)
-    private let error = Mutex<ReachabilityError?>(nil)
+    private let listening = Guarded<Listening?>(nil)
+    private let error = Guarded<ReachabilityError?>(nil)
 
     /// Watches `target`. `mode` `nil` uses the daemon when it is on the system
     /// bus, else the in-process engine; with `.daemon` every answer fails while
@@ -180,8 +179,11 @@ open class NetworkReachabilityManager: @unchecked Sendable {
         stopListening()
         let id = Runtime.newID()
         listening.withLock { $0 = Listening(id: id, queue: queue, listener: listener) }
+        // On the library's thread the update goes on through `reachabilityQueue`, without
+        // holding the manager there even for a moment (it may be going away on another thread).
+        let updates = reachabilityQueue
         let subscriber = Subscriber(
-            receive: { [weak self] state in self?.received(state, id: id) },
+            receive: { [weak self] state in updates.async { [weak self] in self?.notify(state, id: id) } },
             fail: { [weak self] failure in self?.error.withLock { $0 = failure } })
         let (key, choice) = (self.key, self.choice)
         let failure: ReachabilityError? = Runtime.wait { runtime, done in
@@ -202,11 +204,6 @@ open class NetworkReachabilityManager: @unchecked Sendable {
         // Later, not inline: from `deinit` this may run on the loop thread in the middle
         // of delivering an update to the very feed it would close.
         Runtime.send { runtime in runtime.unsubscribe(id) }
-    }
-
-    /// On the library's thread: the update goes on through `reachabilityQueue`.
-    private func received(_ state: ReachabilityState, id: Int) {
-        reachabilityQueue.async { [weak self] in self?.notify(state, id: id) }
     }
 
     private func notify(_ state: ReachabilityState, id: Int) {
