@@ -289,29 +289,36 @@ public final class NetlinkMonitor {
             throw error
         }
         source = Sources.readable(fd: socketFD) { [unowned self] in
-            var buffer = [UInt8](repeating: 0, count: 32768)
-            var sawSomething = false
-            var invalidation = RouteInvalidation()
-            reading: while true {
-                switch Syscall.call({
-                    buffer.withUnsafeMutableBytes { recv(socketFD, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-                }) {
-                case .success(let n) where n > 0:
-                    sawSomething = true
-                    for (header, body) in Netlink.messages(in: buffer[0..<n]) {
-                        invalidation.formUnion(self.classify(header.nlmsg_type, body))
-                    }
-                case .failure(.noBufferSpace):
-                    // The kernel dropped events; forget every cached answer.
-                    sawSomething = true
-                    invalidation.all = true
-                default:
-                    break reading
-                }
-            }
-            if sawSomething { onChange(invalidation) }
+            if let invalidation = self.readQueued() { onChange(invalidation) }
             return true
         }
+    }
+
+    /// Reads every event the kernel has queued on the socket; `nil` when there was none.
+    /// Also called right before an evaluation, so that a change the kernel made before
+    /// it counts in it (its route lookups would see the change, its cache would not).
+    public func readQueued() -> RouteInvalidation? {
+        var buffer = [UInt8](repeating: 0, count: 32768)
+        var sawSomething = false
+        var invalidation = RouteInvalidation()
+        reading: while true {
+            switch Syscall.call({
+                buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            }) {
+            case .success(let n) where n > 0:
+                sawSomething = true
+                for (header, body) in Netlink.messages(in: buffer[0..<n]) {
+                    invalidation.formUnion(classify(header.nlmsg_type, body))
+                }
+            case .failure(.noBufferSpace):
+                // The kernel dropped events; forget every cached answer.
+                sawSomething = true
+                invalidation.all = true
+            default:
+                break reading
+            }
+        }
+        return sawSomething ? invalidation : nil
     }
 
     /// Takes the links' state from a dump made after the socket was bound, so that a

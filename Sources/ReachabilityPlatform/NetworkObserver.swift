@@ -53,8 +53,12 @@ public final class NetworkObserver {
         }
     }
 
-    /// The route answers kernel events have made stale since the last call.
+    /// The route answers kernel events have made stale since the last call, the
+    /// events still queued on the monitor's socket included: read before the facts
+    /// and the routes of an evaluation, so that its cached answers and its fresh
+    /// lookups (the links', the path's bound routes) see the same kernel.
     public func takeRouteInvalidation() -> RouteInvalidation {
+        if let queued = monitor?.readQueued() { pendingInvalidation.formUnion(queued) }
         defer { pendingInvalidation = RouteInvalidation() }
         return pendingInvalidation
     }

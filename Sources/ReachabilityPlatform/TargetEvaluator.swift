@@ -56,8 +56,9 @@ public final class TargetEvaluator {
     /// The internet's routes are the kernel's answers for `internetDestinations`,
     /// looked up and cached like any other address's.
     public func reload(everything: Bool = false) {
-        facts = observer?.facts() ?? .unknown
+        // Invalidation first: it reads the events still queued, which the facts must not predate.
         let stale = observer?.takeRouteInvalidation() ?? RouteInvalidation(all: true)
+        facts = observer?.facts() ?? .unknown
         if everything || stale.all {
             routes.removeAll(keepingCapacity: true)
         } else if !stale.links.isEmpty {
