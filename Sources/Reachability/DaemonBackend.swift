@@ -26,6 +26,9 @@ final class DaemonBackend: FeedBackend {
         var properties: [String: DBusValue] = [:]
         var isSettled = false
 
+        /// Hands the properties on to the watch's feed.
+        func publish() {}
+
         /// Forgets the object (its daemon left, or a new one came): nothing is followed any more.
         func forget() {
             signal?.cancel()
@@ -40,7 +43,7 @@ final class DaemonBackend: FeedBackend {
         let feed: Feed
         init(feed: Feed) { self.feed = feed }
 
-        func publish() {
+        override func publish() {
             feed.publish(ReachabilityState(properties: properties), settled: isSettled)
         }
     }
@@ -50,7 +53,7 @@ final class DaemonBackend: FeedBackend {
         let feed: PathFeed
         init(feed: PathFeed) { self.feed = feed }
 
-        func publish() { feed.publish(PathState(properties: properties), settled: isSettled) }
+        override func publish() { feed.publish(PathState(properties: properties), settled: isSettled) }
     }
 
     init() throws(ReachabilityError) {
@@ -168,13 +171,18 @@ final class DaemonBackend: FeedBackend {
         }
     }
 
-    private func attach(_ watch: Watch, at path: ObjectPath) {
+    /// Starts following `watch`'s object at `path`: each `PropertiesChanged` merged in and published.
+    private func follow(_ watch: ObjectWatch, at path: ObjectPath, of interface: String) {
         watch.path = path
         watch.isSettled = false
-        watch.signal = followProperties(at: path, of: ServiceNames.targetInterface) { changed in
+        watch.signal = followProperties(at: path, of: interface) { changed in
             watch.properties.merge(changed) { $1 }
             watch.publish()
         }
+    }
+
+    private func attach(_ watch: Watch, at path: ObjectPath) {
+        follow(watch, at: path, of: ServiceNames.targetInterface)
         readProperties(at: path, of: ServiceNames.targetInterface) { [weak self] result in
             guard let self, case .success(let properties) = result else { return }
             watch.properties = properties
@@ -266,12 +274,7 @@ final class DaemonBackend: FeedBackend {
     }
 
     private func attachPath(_ watch: PathWatch, at path: ObjectPath) {
-        watch.path = path
-        watch.isSettled = false
-        watch.signal = followProperties(at: path, of: ServiceNames.pathInterface) { changed in
-            watch.properties.merge(changed) { $1 }
-            watch.publish()
-        }
+        follow(watch, at: path, of: ServiceNames.pathInterface)
         readProperties(at: path, of: ServiceNames.pathInterface) { [weak self] result in
             guard let self, self.pathWatch === watch else { return }
             guard case .success(let properties) = result else {
