@@ -37,13 +37,6 @@ public actor LoopActor {
             try unsafeBitCast(escapable, to: Plain.self)(context)
         }
     }
-
-    /// `assumeIsolated(_:_:)` with the object behind a C callback's user data.
-    public static func assumeIsolated<Object: AnyObject, T>(
-        unretained pointer: UnsafeMutableRawPointer?, as _: Object.Type, _ body: @LoopActor (Object) throws -> T
-    ) rethrows -> T {
-        try assumeIsolated(Unmanaged<Object>.fromOpaque(pointer!).takeUnretainedValue(), body)
-    }
 }
 
 /// Runs the actor's jobs on the loop context, one at a time, in the order sent.
@@ -52,19 +45,14 @@ public final class LoopExecutor: SerialExecutor {
 
     private init() {}
 
-    /// Wraps `g_idle_source_new` and `g_source_attach` (thread-safe: any thread may send a job).
+    /// An idle source per job (`g_source_attach` is thread-safe: any thread may send a job).
     public func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let box = JobBox(job: job, executor: asUnownedSerialExecutor())
-        let source = g_idle_source_new()!
-        g_source_set_priority(source, G_PRIORITY_DEFAULT)
-        g_source_set_callback(source, { pointer in
+        let box = JobBox(job: UnownedJob(job), executor: asUnownedSerialExecutor())
+        _ = LoopContext.attach(g_idle_source_new(), priority: G_PRIORITY_DEFAULT, { pointer in
             let box = Unmanaged<JobBox>.fromOpaque(pointer!).takeRetainedValue()
             box.job.runSynchronously(on: box.executor)
             return 0
         }, Unmanaged.passRetained(box).toOpaque(), nil)
-        g_source_attach(source, LoopContext.context)
-        g_source_unref(source)
     }
 
     /// The caller runs the loop context. Wraps `g_main_context_is_owner`.

@@ -110,7 +110,7 @@ final class Callback {
     }
 
     static let sourceFunc: GSourceFunc = { pointer in
-        LoopActor.assumeIsolated(unretained: pointer, as: Callback.self) { $0.body() } ? 1 : 0
+        LoopActor.assumeIsolated(from(pointer)) { $0.body() } ? 1 : 0
     }
 }
 
