@@ -263,6 +263,8 @@ public struct RouteInvalidation: Sendable, Equatable {
 public final class NetlinkMonitor {
     private let fd: Int32
     private var source: SourceHandle?
+    /// Where events are read into; kept, since every evaluation reads the socket once more.
+    private var receiveBuffer = [UInt8](repeating: 0, count: 32768)
     /// The last flags seen per link, to tell an administrative change from a carrier change.
     private var linkFlags: [Int32: UInt32] = [:]
 
@@ -298,16 +300,15 @@ public final class NetlinkMonitor {
     /// Also called right before an evaluation, so that a change the kernel made before
     /// it counts in it (its route lookups would see the change, its cache would not).
     public func readQueued() -> RouteInvalidation? {
-        var buffer = [UInt8](repeating: 0, count: 32768)
         var sawSomething = false
         var invalidation = RouteInvalidation()
         reading: while true {
             switch Syscall.call({
-                buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                receiveBuffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             }) {
             case .success(let n) where n > 0:
                 sawSomething = true
-                for (header, body) in Netlink.messages(in: buffer[0..<n]) {
+                for (header, body) in Netlink.messages(in: receiveBuffer[0..<n]) {
                     invalidation.formUnion(classify(header.nlmsg_type, body))
                 }
             case .failure(.noBufferSpace):
