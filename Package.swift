@@ -82,9 +82,13 @@ let package = Package(
         .testTarget(name: "ReachabilityBusTests", dependencies: ["ReachabilityBus", "ReachabilityLoop", "CDBus"]),
         .testTarget(
             name: "ReachabilityPlatformTests",
-            dependencies: ["ReachabilityPlatform", "ReachabilityCore", "ReachabilityLoop", "CNetlink", "CNetworkManager"]),
+            dependencies: [
+                "ReachabilityPlatform", "ReachabilityCore", "ReachabilityLoop", "CNetlink", "CNetworkManager",
+            ]),
         .testTarget(name: "ReachabilityServiceTests", dependencies: ["ReachabilityService", "ReachabilityBus"]),
-        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityBus", "ReachabilityCore", "ReachabilityLoop"]),
+        .testTarget(
+            name: "ReachabilityTests",
+            dependencies: ["Reachability", "ReachabilityBus", "ReachabilityCore", "ReachabilityLoop"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzChecks"]),
         .testTarget(name: "NetworkPathTests", dependencies: ["NetworkPath", "ReachabilityCore"]),
         // Alamofire's NetworkReachabilityManager API, used the way its own tests use it.

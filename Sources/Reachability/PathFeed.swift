@@ -33,7 +33,9 @@ extension Runtime {
     /// Adds a subscriber to the path feed of the mode the library would use
     /// (the daemon when it is on the bus, else in-process); opened on first use.
     func subscribePath(_ id: Int, _ receive: @escaping @Sendable (PathState) -> Void) {
-        whenChosen(id, ModeChoice(requested: nil)) { [unowned self] result in self.subscribePath(id, mode: result, receive) }
+        whenChosen(id, ModeChoice(requested: nil)) { [unowned self] result in
+            self.subscribePath(id, mode: result, receive)
+        }
     }
 
     private func subscribePath(_ id: Int, mode result: Result<ReachabilityMode, ReachabilityError>,
@@ -51,7 +53,7 @@ extension Runtime {
     }
 
     func unsubscribePath(_ id: Int) {
-        unsubscribe(id)
+        if dropWhileChoosing(id) { return }
         guard let mode = pathFeedOfSubscriber.removeValue(forKey: id), let feed = pathFeeds[mode] else { return }
         feed.remove(id)
         guard feed.isEmpty else { return }

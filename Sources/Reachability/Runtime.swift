@@ -233,8 +233,11 @@ final class Runtime {
         backend.open(feed)
     }
 
+    /// Forgets subscriber `id` if its mode is still being chosen; whether it was.
+    func dropWhileChoosing(_ id: Int) -> Bool { choosing.remove(id) != nil }
+
     func unsubscribe(_ id: Int) {
-        if choosing.remove(id) != nil { return }
+        if dropWhileChoosing(id) { return }
         guard let (mode, key) = feedOfSubscriber.removeValue(forKey: id), let feed = feeds[mode]?[key] else { return }
         feed.remove(id)
         guard feed.isEmpty else { return }

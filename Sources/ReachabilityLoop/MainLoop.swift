@@ -153,7 +153,9 @@ public enum Sources {
 
     /// Calls `body` once from the loop, after the events already pending at `priority`.
     /// Wraps `g_idle_source_new`.
-    public static func idle(priority: Int32 = G_PRIORITY_DEFAULT, _ body: @escaping @LoopActor () -> Void) -> SourceHandle {
+    public static func idle(
+        priority: Int32 = G_PRIORITY_DEFAULT, _ body: @escaping @LoopActor () -> Void
+    ) -> SourceHandle {
         let handle = SourceHandle(id: 0)
         let callback = Callback { [weak handle] in
             handle?.finished()
