@@ -40,8 +40,9 @@ let package = Package(
         .target(name: "ReachabilityCore", plugins: ["EmbedContract"]),
         // The GLib main loop everything runs on: sources, the loop thread, the log, the clock.
         .target(name: "ReachabilityLoop", dependencies: ["CGLib"]),
-        // The only module that calls libdbus, driven by the loop.
-        .target(name: "ReachabilityBus", dependencies: ["CDBus", "CGLib", "ReachabilityLoop"]),
+        // The only module that calls libdbus, driven by the loop; the fairness rules it
+        // applies to callers (queues, quotas, read receipts) are pure logic in ReachabilityCore.
+        .target(name: "ReachabilityBus", dependencies: ["CDBus", "CGLib", "ReachabilityCore", "ReachabilityLoop"]),
         // Network facts: libnm and rtnetlink. Knows nothing of D-Bus.
         .target(
             name: "ReachabilityPlatform",

@@ -23,6 +23,12 @@ public final class BusConnection {
     /// Signal handlers by subscription number, called in subscription order.
     var signalHandlers: [Int: (OpaquePointer) -> Void] = [:]
     var nextSubscription = 0
+    /// Who calls the exported objects, what waits, and what each has not read.
+    let callers = Callers(limits: CallerLimits())
+    var departuresTracked = false
+    /// Called for every name that loses its owner, after the connection has closed the
+    /// accounts of a unique name that left.
+    var departureHandlers: [(String, String, String) -> Void] = []
 
     /// The well-known names this connection asked for and holds.
     private(set) var ownedNames: Set<String> = []
@@ -60,8 +66,8 @@ public final class BusConnection {
         raw = connection
         uniqueName = dbus_bus_get_unique_name(connection).map { String(cString: $0) } ?? ""
         dbus_connection_set_exit_on_disconnect(connection, 0)
-        tree.emit = { [unowned self] path, interface, name, values in
-            self.emitSignal(path: path, interface: interface, name: name, values)
+        tree.emit = { [unowned self] path, interface, name, values, destinations in
+            self.emitSignal(path: path, interface: interface, name: name, values, to: destinations)
         }
         attachToMainLoop()
         registerDispatcher()
@@ -105,6 +111,8 @@ public final class BusConnection {
         var error = DBusError()
         dbus_error_init(&error)
         defer { dbus_error_free(&error) }
+        // Callers are followed before anyone can call us by this name.
+        trackDepartures()
         var flags = UInt32(DBUS_NAME_FLAG_DO_NOT_QUEUE) | UInt32(DBUS_NAME_FLAG_ALLOW_REPLACEMENT)
         if replace { flags |= UInt32(DBUS_NAME_FLAG_REPLACE_EXISTING) }
         let result = dbus_bus_request_name(raw, name, flags, &error)
@@ -138,18 +146,10 @@ public final class BusConnection {
     }
 
     /// Calls `handler(name, oldOwner, "")` for every name that loses its owner on the
-    /// bus (`NameOwnerChanged` with an empty new owner; `arg2=''` keeps the others away).
-    /// Wraps `dbus_bus_add_match` (without waiting for its reply).
+    /// bus (`NameOwnerChanged` with an empty new owner, from the bus driver only).
     public func watchNameOwners(_ handler: @escaping (String, String, String) -> Void) {
-        dbus_bus_add_match(raw, "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',path='/org/freedesktop/DBus',arg2=''", nil)
-        addSignalHandler { message in
-            // Only the bus driver's word counts: a peer can send anyone a signal of this name.
-            guard dbus_message_is_signal(message, "org.freedesktop.DBus", "NameOwnerChanged") != 0,
-                Self.sender(of: message) == Self.busDriver,
-                let args = MessageCodec.decodeBody(message), args.signature == "sss"
-            else { return }
-            handler(args[0].stringValue!, args[1].stringValue!, args[2].stringValue!)
-        }
+        trackDepartures()
+        departureHandlers.append(handler)
     }
 
     /// Registers a handler for every signal that reaches us; returns its number.
@@ -168,11 +168,22 @@ public final class BusConnection {
         }
     }
 
-    /// Emits a signal. Wraps `dbus_message_new_signal`.
-    func emitSignal(path: ObjectPath, interface: String, name: String, _ values: [DBusValue]) {
-        guard let message = dbus_message_new_signal(path.rawValue, interface, name) else { return }
+    /// Emits a signal: a broadcast when `destinations` is `nil`, else one unicast
+    /// signal to each of them. Wraps `dbus_message_new_signal` and `dbus_message_copy`.
+    func emitSignal(path: ObjectPath, interface: String, name: String, _ values: [DBusValue],
+                    to destinations: [String]? = nil) {
+        guard destinations?.isEmpty != true,
+            let message = dbus_message_new_signal(path.rawValue, interface, name)
+        else { return }
         defer { dbus_message_unref(message) }
-        if MessageCodec.appendBody(values, to: message) { send(message) }
+        guard MessageCodec.appendBody(values, to: message) else { return }
+        guard let destinations else { return send(message) }
+        let size = values.messageSize
+        for destination in destinations {
+            guard let copy = dbus_message_copy(message) else { continue }
+            defer { dbus_message_unref(copy) }
+            if dbus_message_set_destination(copy, destination) != 0 { send(copy, to: destination, size: size) }
+        }
     }
 
     /// Writes out everything queued (used before exiting). Wraps `dbus_connection_flush`.
@@ -278,7 +289,7 @@ public final class BusConnection {
         if decoded == nil {
             call.fail(.invalidArgs("file descriptors are not accepted"))
         } else {
-            Dispatcher.dispatch(call, in: tree)
+            admit(call)
         }
         return DBUS_HANDLER_RESULT_HANDLED
     }

@@ -127,3 +127,30 @@ extension Array where Element == DBusValue {
     /// The concatenated signature of a message body.
     public var signature: String { map(\.signature).joined() }
 }
+
+extension DBusValue {
+    /// About how many bytes this value takes in a marshalled message: the
+    /// payload, length words and the largest alignment padding. What the service
+    /// charges a caller for a reply, and a queued call for its arguments, without
+    /// marshalling anything twice.
+    public var wireSize: Int {
+        switch self {
+        case .byte: 1
+        case .boolean, .int32, .uint32: 4
+        case .int16, .uint16: 2
+        case .int64, .uint64, .double: 8
+        case .string(let s): 4 + s.utf8.count + 1
+        case .objectPath(let p): 4 + p.rawValue.utf8.count + 1
+        case .signature(let s): 1 + s.utf8.count + 1
+        case .array(_, let values): 8 + values.reduce(0) { $0 + $1.wireSize + 3 }
+        case .dictionary(_, _, let entries): 8 + entries.reduce(0) { $0 + 8 + $1.key.wireSize + $1.value.wireSize }
+        case .structure(let fields): 8 + fields.reduce(0) { $0 + $1.wireSize + 3 }
+        case .variant(let value): 2 + value.signature.utf8.count + 7 + value.wireSize
+        }
+    }
+}
+
+extension Array where Element == DBusValue {
+    /// About how many bytes a message with this body takes, its header included.
+    public var messageSize: Int { 128 + reduce(0) { $0 + $1.wireSize } }
+}

@@ -1,3 +1,4 @@
+import ReachabilityCore
 import ReachabilityLoop
 
 /// Finds what handles a method call and answers it: every call gets a reply or
@@ -21,7 +22,7 @@ enum Dispatcher {
     /// Answers `call` now, or lets its handler answer later.
     static func dispatch(_ call: MethodCall, in tree: ObjectTree) {
         let handler: Handler
-        switch route(path: call.path, interface: call.interface, member: call.member, in: tree) {
+        switch route(path: call.path, interface: call.interface, member: call.member, user: call.user, in: tree) {
         case .failure(let error): return call.fail(error)
         case .success(let found): handler = found
         }
@@ -39,11 +40,13 @@ enum Dispatcher {
         }
     }
 
-    static func route(path: ObjectPath, interface: String, member: String, in tree: ObjectTree)
+    /// What handles `member` at `path` for a caller of `user`: an object the user may
+    /// not see is answered as no object.
+    static func route(path: ObjectPath, interface: String, member: String, user: UserID, in tree: ObjectTree)
         -> Result<Handler, BusError>
     {
-        let object = tree.object(at: path)
-        let standard = tree.standardInterfaces(at: path)
+        let object = tree.object(at: path, for: user)
+        let standard = tree.standardInterfaces(at: path, for: user)
         func own(_ bound: BoundInterface, _ method: ErasedInterface.ErasedMethod) -> Handler {
             let owner = bound.owner
             return Handler(interface: bound.name, input: method.input, output: method.output) {

@@ -71,14 +71,17 @@ public final class ExportedObject {
     public let path: ObjectPath
     let interfaces: [BoundInterface]
     private unowned let tree: ObjectTree
+    /// Who may see the object and hears its signals; `nil`: everybody.
+    let audience: ObjectAudience?
     /// The values last announced (or first exported): per interface, in the order
     /// of its table's `announcedIndices`.
     private var announced: [[DBusValue]]
 
-    init(path: ObjectPath, interfaces: [BoundInterface], tree: ObjectTree) {
+    init(path: ObjectPath, interfaces: [BoundInterface], tree: ObjectTree, audience: ObjectAudience?) {
         self.path = path
         self.interfaces = interfaces
         self.tree = tree
+        self.audience = audience
         announced = interfaces.map { i in i.table.announcedIndices.map { i.value($0) } }
     }
 
@@ -99,7 +102,7 @@ public final class ExportedObject {
             guard !changed.isEmpty else { continue }
             let invalidated = interface.table.properties.filter { $0.emits == .invalidates }.map(\.name)
             tree.emit(path, StandardInterface.properties.name, "PropertiesChanged",
-                      [.string(interface.name), .vardict(changed), .strings(invalidated)])
+                      [.string(interface.name), .vardict(changed), .strings(invalidated)], audience?.listeners)
         }
     }
 
@@ -114,7 +117,7 @@ public final class ExportedObject {
             Log.error("\(interface).\(signal.name) sent with '\(values.signature)', declared '\(signal.signature)'")
             return
         }
-        tree.emit(path, interface, signal.name, values)
+        tree.emit(path, interface, signal.name, values, audience?.listeners)
     }
 
     /// `a{sa{sv}}`: every interface with its properties (for ObjectManager).

@@ -1,4 +1,5 @@
 import CDBus
+import ReachabilityCore
 import ReachabilityLoop
 
 /// Where a call's answer goes: the bus, or a recorder in tests.
@@ -16,6 +17,9 @@ public final class MethodCall {
     private let responder: CallResponder
     /// The caller's unique bus name (":1.42").
     public let sender: String
+    /// The caller's Unix user, as the bus driver reports it; set before the call is
+    /// dispatched (0, root, for calls made in tests without a bus).
+    public internal(set) var user: UserID = 0
     public let path: ObjectPath
     /// The interface the call named; once dispatched, the one that handles it.
     public internal(set) var interface: String
@@ -93,6 +97,13 @@ public final class MethodCall {
         answered = true
         responder.send(error: error, to: self)
     }
+
+    /// Drops the call unanswered: its caller left the bus, or does not read what
+    /// it is sent (an answer would only add to what waits for it).
+    func abandon() { answered = true }
+
+    /// About how many bytes the call holds while it waits (its message and its arguments).
+    var cost: Int { arguments.messageSize }
 }
 
 /// Answers a call that came in a libdbus message, on the connection it came from.
@@ -112,12 +123,12 @@ final class MessageResponder: CallResponder {
     func send(reply values: [DBusValue], to call: MethodCall) {
         guard let connection, let reply = connection.replies.methodReturn(to: message, values) else { return }
         defer { dbus_message_unref(reply) }
-        connection.send(reply)
+        connection.send(reply, to: call.sender, size: values.messageSize)
     }
 
     func send(error: BusError, to call: MethodCall) {
         guard let reply = dbus_message_new_error(message, error.name, error.message) else { return }
         defer { dbus_message_unref(reply) }
-        connection?.send(reply)
+        connection?.send(reply, to: call.sender, size: 128 + error.name.utf8.count + error.message.utf8.count)
     }
 }

@@ -49,12 +49,12 @@ enum StandardInterface: CaseIterable, Sendable {
     ]
 
     private static let introspectableMethods = [
-        Method(name: "Introspect", input: "", output: "s") { tree, call in [.string(tree.introspect(call.path))] },
+        Method(name: "Introspect", input: "", output: "s") { tree, call in [.string(tree.introspect(call.path, for: call.user))] },
     ]
 
     private static let objectManagerMethods = [
         Method(name: "GetManagedObjects", input: "", output: "a{oa{sa{sv}}}") { tree, call in
-            [tree.managedObjects(call.path)]
+            [tree.managedObjects(call.path, for: call.user)]
         },
     ]
 
@@ -82,12 +82,12 @@ enum StandardInterface: CaseIterable, Sendable {
     private static func scope(_ tree: ObjectTree, _ call: MethodCall, interface: String) throws(BusError)
         -> (ExportedObject, [BoundInterface]?)
     {
-        guard let object = tree.object(at: call.path) else {
+        guard let object = tree.object(at: call.path, for: call.user) else {
             throw .unknownObject("no object at \(call.path.rawValue)")
         }
         if interface.isEmpty { return (object, object.interfaces) }
         if let bound = object.interface(interface) { return (object, [bound]) }
-        if tree.standardInterfaces(at: call.path).contains(where: { $0.name == interface }) { return (object, nil) }
+        if tree.standardInterfaces(at: call.path, for: call.user).contains(where: { $0.name == interface }) { return (object, nil) }
         throw .unknownInterface("\(call.path.rawValue) has no interface \(interface)")
     }
 

@@ -1,7 +1,7 @@
 /// Why a hold or a release was refused. Mapped to the D-Bus errors
 /// `…Error.TooManyTargets` and `…Error.UnknownTarget`.
 public enum HoldError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// A per-client or the global limit on watched targets would be exceeded.
+    /// A per-client, per-user or the global limit on watched targets would be exceeded.
     case tooManyTargets(String)
     /// The client does not hold the target it tried to release.
     case unknownTarget(String)
@@ -16,40 +16,56 @@ public enum HoldError: Error, Hashable, Sendable, CustomStringConvertible {
     public var description: String { message }
 }
 
-/// Which bus clients (by unique name) hold which targets, with a per-client
-/// and a global limit (SPEC "Manager": defaults 256 and 16384).
+/// Which bus clients (by unique name) hold which targets, with a per-client, a
+/// per-user and a global limit (defaults 256, 2048 and 16384). The per-user limit
+/// is what keeps room for everybody: one user may open many connections, and
+/// counts distinct targets across all of them; it is kept below the global one.
 ///
-/// Indexed both ways, so holding, releasing and dropping a vanished client cost
-/// a few dictionary operations per target involved.
+/// Indexed every way, so holding, releasing, dropping a vanished client and
+/// asking whether a user holds a target cost a few dictionary operations per
+/// target involved, whatever the number of targets.
 public struct HolderRegistry<Key: Hashable & Sendable>: Sendable {
     /// The most targets one client may hold at once.
     public let perClientLimit: Int
+    /// The most distinct targets the clients of one user may hold at once.
+    public let perUserLimit: Int
     /// The most distinct targets held by anybody at once.
     public let globalLimit: Int
 
     private var holdersByKey: [Key: Set<String>] = [:]
     private var keysByClient: [String: Set<Key>] = [:]
+    private var userOfClient: [String: UserID] = [:]
+    /// For each user, the keys its clients hold and how many of its clients hold each.
+    private var keysByUser: [UserID: [Key: Int]] = [:]
 
-    public init(perClientLimit: Int = 256, globalLimit: Int = 16384) {
-        precondition(perClientLimit >= 0 && globalLimit >= 0, "limits must not be negative")
+    public init(perClientLimit: Int = 256, perUserLimit: Int = 2048, globalLimit: Int = 16384) {
+        precondition(perClientLimit >= 0 && perUserLimit >= 0 && globalLimit >= 0, "limits must not be negative")
         self.perClientLimit = perClientLimit
+        self.perUserLimit = min(perUserLimit, globalLimit)
         self.globalLimit = globalLimit
     }
 
-    /// `client` starts holding `key`. Idempotent per client: holding again
-    /// changes nothing and returns `false`.
+    /// `client`, a connection of `user`, starts holding `key`. Idempotent per
+    /// client: holding again changes nothing and returns `false`.
     ///
     /// - Returns: `true` when `client` is the first holder of `key` (the caller
     ///   creates the target's object).
     /// - Throws: `.tooManyTargets` when `client` already holds `perClientLimit`
-    ///   targets, or `key` is new and `globalLimit` distinct targets are held.
-    public mutating func hold(_ key: Key, client: String) throws(HoldError) -> Bool {
+    ///   targets, `key` is new to `user` and its clients hold `perUserLimit`, or
+    ///   `key` is new and `globalLimit` distinct targets are held.
+    public mutating func hold(_ key: Key, client: String, user: UserID) throws(HoldError) -> Bool {
         let held = keysByClient[client]
         if held?.contains(key) == true { return false }
         if (held?.count ?? 0) >= perClientLimit {
             throw .tooManyTargets(
                 "client \(InvalidTarget.quoted(client)) already holds \(targetCount(held?.count ?? 0)); "
                     + "the per-client limit is \(perClientLimit)")
+        }
+        let ofUser = keysByUser[user]
+        if ofUser?[key] == nil && (ofUser?.count ?? 0) >= perUserLimit {
+            throw .tooManyTargets(
+                "user \(user) already holds \(targetCount(ofUser?.count ?? 0)) through its connections; "
+                    + "the per-user limit is \(perUserLimit)")
         }
         let isNew = holdersByKey[key] == nil
         if isNew && holdersByKey.count >= globalLimit {
@@ -58,6 +74,8 @@ public struct HolderRegistry<Key: Hashable & Sendable>: Sendable {
         }
         keysByClient[client, default: []].insert(key)
         holdersByKey[key, default: []].insert(client)
+        userOfClient[client] = user
+        keysByUser[user, default: [:]][key, default: 0] += 1
         return isNew
     }
 
@@ -71,7 +89,9 @@ public struct HolderRegistry<Key: Hashable & Sendable>: Sendable {
             throw .unknownTarget("client \(InvalidTarget.quoted(client)) does not hold this target")
         }
         if keysByClient[client]?.isEmpty == true { keysByClient[client] = nil }
-        return dropHolder(client, of: key)
+        let isLast = dropHolder(client, of: key)
+        if keysByClient[client] == nil { userOfClient[client] = nil }
+        return isLast
     }
 
     /// Drops everything `client` holds (it left the bus).
@@ -83,8 +103,21 @@ public struct HolderRegistry<Key: Hashable & Sendable>: Sendable {
         for key in keys where dropHolder(client, of: key) {
             orphaned.append(key)
         }
+        userOfClient[client] = nil
         return orphaned
     }
+
+    /// Whether a client of `user` holds `key`.
+    public func isHeld(_ key: Key, byUser user: UserID) -> Bool { keysByUser[user]?[key] != nil }
+
+    /// The keys the clients of `user` hold.
+    public func keys(ofUser user: UserID) -> Dictionary<Key, Int>.Keys { (keysByUser[user] ?? [:]).keys }
+
+    /// The number of distinct keys the clients of `user` hold.
+    public func count(ofUser user: UserID) -> Int { keysByUser[user]?.count ?? 0 }
+
+    /// Every key held, in no particular order.
+    public var allKeys: Dictionary<Key, Set<String>>.Keys { holdersByKey.keys }
 
     /// The clients holding `key`; empty when nobody does.
     public func holders(of key: Key) -> Set<String> {
@@ -110,6 +143,10 @@ public struct HolderRegistry<Key: Hashable & Sendable>: Sendable {
 
     /// Removes `client` from the holders of `key`; `true` when none remains.
     private mutating func dropHolder(_ client: String, of key: Key) -> Bool {
+        if let user = userOfClient[client], let n = keysByUser[user]?[key] {
+            keysByUser[user]![key] = n > 1 ? n - 1 : nil
+            if keysByUser[user]!.isEmpty { keysByUser[user] = nil }
+        }
         holdersByKey[key]?.remove(client)
         guard holdersByKey[key]?.isEmpty ?? true else { return false }
         holdersByKey[key] = nil

@@ -1,34 +1,45 @@
 import CGLib
+import ReachabilityCore
 import ReachabilityLoop
 
 /// Host-name resolution through GLib's `GResolver`, which answers on the main
-/// loop and never blocks it. At most `maximumInFlight` lookups run at once; the
-/// rest wait in order. Every lookup can be cancelled.
+/// loop and never blocks it.
+///
+/// Each lookup runs `getaddrinfo` on one of GLib's worker threads, and nothing
+/// can stop it there: a name whose DNS answers never come holds its thread
+/// until the system resolver gives up (seconds to a minute). So lookups are
+/// charged to a user (the caller who asked, or the first holder of a watched
+/// name) until their thread is free again, cancelled or not: at most
+/// `maximumInFlight` run at once — fewer than GLib's pool has threads, so
+/// GLib never queues them itself — and at most `maximumInFlightPerUser` for
+/// one user. The rest wait their turn, round-robin between users. A lookup
+/// cancelled while it waits is never started; one cancelled while it runs
+/// has its answer dropped.
 @LoopActor
 public final class Resolver {
-    public static let maximumInFlight = 64
+    public static let maximumInFlight = 8
+    public static let maximumInFlightPerUser = 4
 
     /// One lookup; cancelling it drops its completion.
     @LoopActor
     public final class Lookup {
         fileprivate let host: String
+        fileprivate let owner: UserID
         fileprivate let completion: (Result<[String], ResolveError>) -> Void
-        fileprivate var cancellable: UnsafeMutablePointer<GCancellable>?
         fileprivate var isCancelled = false
         fileprivate weak var resolver: Resolver?
 
-        fileprivate init(host: String, completion: @escaping (Result<[String], ResolveError>) -> Void) {
+        fileprivate init(host: String, owner: UserID,
+                         completion: @escaping (Result<[String], ResolveError>) -> Void) {
             self.host = host
+            self.owner = owner
             self.completion = completion
         }
 
-        /// Stops the lookup (wraps `g_cancellable_cancel`); the completion is never called.
-        public func cancel() {
-            guard !isCancelled else { return }
-            isCancelled = true
-            // One not started yet is skipped when its turn comes.
-            if let cancellable { g_cancellable_cancel(cancellable) }
-        }
+        /// Stops the lookup: the completion is never called. One not started yet is
+        /// never started; one running keeps its owner's slot until its thread is
+        /// free (cancelling it in GLib would free the slot, not the thread).
+        public func cancel() { isCancelled = true }
     }
 
     public struct ResolveError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -37,10 +48,13 @@ public final class Resolver {
     }
 
     private let resolver: UnsafeMutablePointer<GResolver>
-    /// Lookups not started yet, in order, from `waitingHead` on (a queue without O(n) removals).
-    private var waiting: [Lookup] = []
-    private var waitingHead = 0
-    public private(set) var inFlight = 0
+    /// Lookups not started yet, per owner in order, served round-robin. Bounded upstream
+    /// (by the targets and queries each user may have), so its own limits are loose.
+    private var waiting = FairQueue<Lookup>(limits: .init(
+        perUserItems: 1 << 20, perUserCost: 1 << 20, totalItems: 1 << 22, totalCost: 1 << 22))
+    /// Lookups whose thread is busy, per owner.
+    private var running = Quota(perUser: Resolver.maximumInFlightPerUser, total: Resolver.maximumInFlight)
+    public var inFlight: Int { running.inUse }
     /// The most lookups in flight at once since the resolver was last idle.
     public private(set) var peakInFlight = 0
 
@@ -48,42 +62,34 @@ public final class Resolver {
 
     isolated deinit { g_object_unref(resolver) }
 
-    /// Resolves `host` (an ASCII name) to its addresses in resolver order.
+    /// Resolves `host` (an ASCII name) to its addresses in resolver order, in `owner`'s turn.
     @discardableResult
-    public func lookup(_ host: String, completion: @escaping (Result<[String], ResolveError>) -> Void) -> Lookup {
-        let lookup = Lookup(host: host, completion: completion)
+    public func lookup(_ host: String, owner: UserID = 0,
+                       completion: @escaping (Result<[String], ResolveError>) -> Void) -> Lookup {
+        let lookup = Lookup(host: host, owner: owner, completion: completion)
         lookup.resolver = self
-        waiting.append(lookup)
+        try? waiting.enqueue(lookup, user: owner, cost: 1)
         startWaiting()
         return lookup
     }
 
     /// The number of lookups queued behind the in-flight ones.
-    public var queued: Int { waiting.count - waitingHead }
+    public var queued: Int { waiting.count }
 
     private func startWaiting() {
-        while inFlight < Self.maximumInFlight, waitingHead < waiting.count {
-            let next = waiting[waitingHead]
-            waitingHead += 1
+        while running.inUse < Self.maximumInFlight {
+            let running = self.running
+            guard let (_, next) = waiting.next(where: { running.allows($0) }) else { return }
             if !next.isCancelled { start(next) }
-        }
-        if waitingHead == waiting.count {
-            waiting.removeAll(keepingCapacity: true)
-            waitingHead = 0
-        } else if waitingHead > 4096 {
-            waiting.removeFirst(waitingHead)
-            waitingHead = 0
         }
     }
 
     /// Wraps `g_resolver_lookup_by_name_async`.
     private func start(_ lookup: Lookup) {
-        inFlight += 1
+        _ = running.take(lookup.owner)
         peakInFlight = max(peakInFlight, inFlight)
-        let cancellable = g_cancellable_new()
-        lookup.cancellable = cancellable
         let context = Unmanaged.passRetained(lookup).toOpaque()
-        g_resolver_lookup_by_name_async(resolver, lookup.host, cancellable, { source, result, data in
+        g_resolver_lookup_by_name_async(resolver, lookup.host, nil, { source, result, data in
             let lookup = Unmanaged<Lookup>.fromOpaque(data!).takeRetainedValue()
             var error: UnsafeMutablePointer<GError>?
             let list = g_resolver_lookup_by_name_finish(OpaquePointer(source).map { UnsafeMutablePointer($0) },
@@ -103,9 +109,7 @@ public final class Resolver {
                 message = String(cString: error.pointee.message)
                 g_error_free(error)
             }
-            if let cancellable = lookup.cancellable { g_object_unref(cancellable) }
-            lookup.cancellable = nil
-            lookup.resolver?.finished()
+            lookup.resolver?.finished(lookup.owner)
             guard !lookup.isCancelled else { return }
             if let message {
                 lookup.completion(.failure(ResolveError(message: message)))
@@ -115,8 +119,8 @@ public final class Resolver {
         }, context)
     }
 
-    private func finished() {
-        inFlight -= 1
+    private func finished(_ owner: UserID) {
+        running.give(owner)
         startWaiting()
         if inFlight == 0 && queued == 0 {
             // A burst of lookups is over: say how far it went (the benchmarks read this), and

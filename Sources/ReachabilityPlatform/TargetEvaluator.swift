@@ -268,8 +268,9 @@ public final class TargetEvaluator {
             target.lookupAgain = true
             return
         }
-        target.lookup = resolver.lookup(target.name) { [unowned self, unowned target] result in
+        target.lookup = resolver.lookup(target.name, owner: target.owner) { [unowned self, unowned target] result in
             target.lookup = nil
+            target.lastSettled = MonotonicClock.microseconds()
             target.resolution = Self.resolution(result)
             self.apply(self.state(of: target), to: target)
             if target.lookupAgain {
@@ -282,10 +283,12 @@ public final class TargetEvaluator {
         }
     }
 
-    /// Resolves `host` once, without a target, and gives its state.
+    /// Resolves `host` once, without a target, in `owner`'s turn, and gives its state.
     @discardableResult
-    public func evaluate(host: String, completion: @escaping (TargetState) -> Void) -> Resolver.Lookup {
-        resolver.lookup(host) { [unowned self] result in
+    public func evaluate(host: String, owner: UserID = 0, completion: @escaping (TargetState) -> Void)
+        -> Resolver.Lookup
+    {
+        resolver.lookup(host, owner: owner) { [unowned self] result in
             completion(self.state(of: Self.resolution(result)))
         }
     }

@@ -13,6 +13,8 @@ public final class Daemon {
         public var verbose = false
         /// Targets one client may hold.
         public var maximumTargetsPerClient = 256
+        /// Targets the clients of one user may hold together.
+        public var maximumTargetsPerUser = 2048
         /// Targets all clients together may hold.
         public var maximumTargets = 16384
         /// Seconds between re-resolutions of every host target.
@@ -55,7 +57,8 @@ public final class Daemon {
         requests = EvaluationRequests(refreshInterval: options.refreshInterval)
         internet = TargetObject(WatchedTarget(), requests: requests)
         registry = TargetRegistry(connection: connection, requests: requests,
-                                  perClientLimit: options.maximumTargetsPerClient, globalLimit: options.maximumTargets)
+                                  perClientLimit: options.maximumTargetsPerClient,
+                                  perUserLimit: options.maximumTargetsPerUser, globalLimit: options.maximumTargets)
         paths = PathRegistry(connection: connection, evaluator: requests.evaluator)
         manager = ManagerObject(registry: registry, paths: paths, requests: requests)
         // Objects first, so that whoever sees the name appear finds them.
@@ -97,6 +100,7 @@ public final class Daemon {
             guard newOwner.isEmpty && name.hasPrefix(":") else { return }
             self.registry.releaseAll(client: name)
             self.paths.releaseAll(client: name)
+            self.requests.releaseAll(client: name)
         }
         let evaluator = requests.evaluator
         // Evaluated before it is exported: its first announcement is its real state (Status -1

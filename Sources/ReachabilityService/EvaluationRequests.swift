@@ -8,29 +8,51 @@ import ReachabilityLoop
 @LoopActor
 final class EvaluationRequests {
     let evaluator: TargetEvaluator
-    /// Unwatched-host `Query` lookups in flight, by caller.
-    private var queries: [String: Int] = [:]
-    static let maximumQueriesPerClient = 64
-    static let maximumQueries = 1024
+    /// Unwatched-host `Query` lookups in flight, per user and in all.
+    private var queries = Quota(perUser: 64, total: 1024)
+    /// The lookups in flight of each caller's `Query` calls, cancelled when it leaves.
+    private var queriesByClient: [String: [ObjectIdentifier: (lookup: Resolver.Lookup, user: UserID)]] = [:]
+    /// Lookups of names a caller chose (`Query` of an unwatched host, `Refresh` of a host), per user:
+    /// a burst of 64, then 16 a second.
+    private var lookupsOnRequest = RateLimiter(burst: 64, perSecond: 16)
+    /// When `Refresh` last re-read every fact (monotonic µs).
+    private var lastReload: Int64 = 0
+    /// A `Refresh` within this long of the last one joins its answer instead of doing the work again.
+    static let refreshJoinWindow: Int64 = 100_000
 
     init(refreshInterval: UInt32) {
         evaluator = TargetEvaluator(refreshInterval: refreshInterval)
     }
 
-    /// `Refresh`: re-read everything; a host answers once its new lookup is done.
+    /// `Refresh`: re-read everything; a host answers once its new lookup is done. A `Refresh`
+    /// while one is waiting for its lookup joins it; one just after another (or past the
+    /// caller's rate of lookups) gets the answer that one got.
     func refresh(_ object: TargetObject, call: MethodCall) -> [DBusValue]? {
-        evaluator.reload(everything: true)
-        evaluator.apply(evaluator.state(of: object.target), to: object.target)
-        evaluator.reloaded()
-        guard object.target.kind == .host else { return object.refreshReply }
+        let now = MonotonicClock.microseconds()
+        if now - lastReload >= Self.refreshJoinWindow {
+            lastReload = now
+            evaluator.reload(everything: true)
+            evaluator.apply(evaluator.state(of: object.target), to: object.target)
+            evaluator.reloaded()
+        }
+        let target = object.target
+        guard target.kind == .host else { return object.refreshReply }
+        if !object.waitingCalls.isEmpty {
+            object.waitingCalls.append(call)
+            return nil
+        }
+        if target.lastSettled != 0 && now - target.lastSettled < Self.refreshJoinWindow && !target.isResolving {
+            return object.refreshReply
+        }
+        guard lookupsOnRequest.take(call.user, now: UInt64(now)) else { return object.refreshReply }
         object.waitingCalls.append(call)
-        evaluator.resolve(object.target)
+        evaluator.resolve(target)
         return nil
     }
 
     // MARK: Query
 
-    /// One-shot evaluation of `input` for `client`, without creating an object.
+    /// One-shot evaluation of `input` for the caller, without creating an object.
     func query(_ input: TargetInput?, watched: TargetObject?, call: MethodCall) throws(BusError) -> [DBusValue]? {
         func reply(_ state: TargetState) -> [DBusValue] {
             [.uint32(state.exportedFlags.rawValue), .int32(state.status.rawValue), state.details]
@@ -42,20 +64,41 @@ final class EvaluationRequests {
             return reply(evaluator.state(of: address))
         case .host(let name):
             let client = call.sender
-            guard queries[client, default: 0] < Self.maximumQueriesPerClient,
-                queries.values.reduce(0, +) < Self.maximumQueries
-            else {
+            let user = call.user
+            guard queries.allows(user) else {
                 throw BusError.limitsExceeded(
-                    "too many host queries in flight (at most \(Self.maximumQueriesPerClient) per client, "
-                        + "\(Self.maximumQueries) in all); watch the host instead, or wait for the answers")
+                    "too many host queries in flight (at most \(queries.perUser) per user, "
+                        + "\(queries.total) in all); watch the host instead, or wait for the answers")
             }
-            queries[client, default: 0] += 1
-            evaluator.evaluate(host: name) { [unowned self] state in
-                self.queries[client, default: 1] -= 1
-                if self.queries[client] == 0 { self.queries[client] = nil }
+            guard lookupsOnRequest.take(user, now: UInt64(MonotonicClock.microseconds())) else {
+                throw BusError.limitsExceeded(
+                    "too many lookups of new names (at most \(Int(lookupsOnRequest.burst)) at once, then "
+                        + "\(Int(lookupsOnRequest.perSecond)) a second per user); watch the host instead, or wait")
+            }
+            _ = queries.take(user)
+            var id: ObjectIdentifier?
+            let lookup = evaluator.evaluate(host: name, owner: user) { [unowned self] state in
+                self.queries.give(user)
+                if let id { self.forget(id, of: client) }
                 call.reply(reply(state))
             }
+            id = ObjectIdentifier(lookup)
+            queriesByClient[client, default: [:]][id!] = (lookup, user)
             return nil
+        }
+    }
+
+    private func forget(_ id: ObjectIdentifier, of client: String) {
+        queriesByClient[client]?[id] = nil
+        if queriesByClient[client]?.isEmpty == true { queriesByClient[client] = nil }
+    }
+
+    /// `client` left the bus: its queries are cancelled (and their slots given back).
+    func releaseAll(client: String) {
+        guard let lookups = queriesByClient.removeValue(forKey: client) else { return }
+        for (lookup, user) in lookups.values {
+            lookup.cancel()
+            queries.give(user)
         }
     }
 }

@@ -29,14 +29,14 @@ public final class ManagerObject {
         methods: [
             Method(Contract.Manager.watchHost) { manager, call throws(BusError) in
                 let input = try TargetInput.validHost(try call.string(0))
-                return [.objectPath(try manager.registry.watch(input, client: call.sender))]
+                return [.objectPath(try manager.registry.watch(input, client: call.sender, user: call.user))]
             },
             Method(Contract.Manager.watchAddress) { manager, call throws(BusError) in
                 let input = try TargetInput.validAddress(try call.string(0))
-                return [.objectPath(try manager.registry.watch(input, client: call.sender))]
+                return [.objectPath(try manager.registry.watch(input, client: call.sender, user: call.user))]
             },
             Method(Contract.Manager.watchPath) { manager, call in
-                [.objectPath(manager.paths.watch(client: call.sender))]
+                [.objectPath(manager.paths.watch(client: call.sender, user: call.user))]
             },
             Method(Contract.Manager.release) { manager, call throws(BusError) in
                 let path = try call.objectPath(0)

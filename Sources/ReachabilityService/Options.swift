@@ -16,7 +16,8 @@ extension Daemon.Options {
 
     public static let usage = """
         Usage: reachabilityd [--system | --session | --bus ADDRESS] [--replace] [--backend BACKEND]
-                             [--max-targets-per-client N] [--max-targets N] [--refresh-interval SECONDS]
+                             [--max-targets-per-client N] [--max-targets-per-user N] [--max-targets N]
+                             [--refresh-interval SECONDS]
                              [--verbose]
 
         Network reachability (Apple's SCNetworkReachability) as a D-Bus service:
@@ -30,6 +31,8 @@ extension Daemon.Options {
           --backend BACKEND           auto (NetworkManager while it runs, else the kernel),
                                       networkmanager, or kernel (default: auto)
           --max-targets-per-client N  targets one client may watch (default: 256)
+          --max-targets-per-user N    targets the clients of one user may watch together
+                                      (default: 2048; at most --max-targets)
           --max-targets N             targets all clients together may watch (default: 16384)
           --refresh-interval SECONDS  re-resolve watched host names this often (default: 300)
           --verbose                   log debugging details
@@ -88,6 +91,7 @@ extension Daemon.Options {
                 }
                 options.backend = mode
             case "--max-targets-per-client": options.maximumTargetsPerClient = try number(argument, 1...1_000_000)
+            case "--max-targets-per-user": options.maximumTargetsPerUser = try number(argument, 1...1_000_000)
             case "--max-targets": options.maximumTargets = try number(argument, 1...1_000_000)
             case "--refresh-interval": options.refreshInterval = UInt32(try number(argument, 1...86_400))
             default:

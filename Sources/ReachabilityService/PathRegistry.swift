@@ -24,9 +24,9 @@ final class PathRegistry {
     }
 
     /// Makes `client` a holder; the first holder gets an object evaluated before it is exported.
-    func watch(client: String) -> ObjectPath {
-        // Neither limit can be reached: one key, held at most once per client.
-        _ = try? holders.hold(Names.pathPath, client: client)
+    func watch(client: String, user: UserID) -> ObjectPath {
+        // No limit can be reached: one key, held at most once per client.
+        _ = try? holders.hold(Names.pathPath, client: client, user: user)
         if object == nil {
             evaluator.isPathWanted = true
             let object = PathObject(state: evaluator.pathState)

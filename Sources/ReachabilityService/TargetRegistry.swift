@@ -6,6 +6,11 @@ import ReachabilityLoop
 /// The watched targets and who holds them. One object per normalised target,
 /// shared by every caller; it disappears (with `InterfacesRemoved`) when its last
 /// holder releases it or leaves the bus.
+///
+/// A target is seen by the users whose connections hold it (and by root): its
+/// `InterfacesAdded`, `PropertiesChanged`, `StatusChanged` and
+/// `InterfacesRemoved` go to its holders, and anybody else is answered as if
+/// it did not exist. Its path stays deterministic.
 @LoopActor
 final class TargetRegistry {
     /// Unowned: the daemon owns the connection, and the connection (through the root
@@ -24,13 +29,15 @@ final class TargetRegistry {
     var onAdded: ((TargetObject) -> Void)?
     var onRemoved: ((TargetObject) -> Void)?
 
-    init(connection: BusConnection, requests: EvaluationRequests, perClientLimit: Int, globalLimit: Int) {
+    init(connection: BusConnection, requests: EvaluationRequests, perClientLimit: Int, perUserLimit: Int,
+         globalLimit: Int) {
         self.connection = connection
         self.requests = requests
-        holders = HolderRegistry(perClientLimit: perClientLimit, globalLimit: globalLimit)
+        holders = HolderRegistry(perClientLimit: perClientLimit, perUserLimit: perUserLimit, globalLimit: globalLimit)
     }
 
-    var hostCount: Int { objects.keys.lazy.filter { $0.kind == .host }.count }
+    /// The number of host targets (kept, not counted: it is asked on every change).
+    private(set) var hostCount = 0
 
     /// The object watching `input`, if any (for `Query`'s fast path).
     func object(for input: TargetInput) -> TargetObject? { objects[input.key] }
@@ -38,52 +45,82 @@ final class TargetRegistry {
     /// The object of an evaluated target, if it is still watched.
     func object(for target: WatchedTarget) -> TargetObject? { objectsByTarget[ObjectIdentifier(target)] }
 
-    /// Makes `client` a holder of `input`'s target, creating the object if needed.
-    func watch(_ input: TargetInput, client: String) throws(BusError) -> ObjectPath {
+    /// Makes `client`, a connection of `user`, a holder of `input`'s target, creating the
+    /// object if needed; a new holder gets `InterfacesAdded` for it.
+    func watch(_ input: TargetInput, client: String, user: UserID) throws(BusError) -> ObjectPath {
         let key = input.key
+        let wasHolder = holders.holders(of: key).contains(client)
         let isFirst: Bool
         do {
-            isFirst = try holders.hold(key, client: client)
+            isFirst = try holders.hold(key, client: client, user: user)
         } catch {
             throw ServiceError.tooManyTargets(error.message)
         }
         if isFirst || objects[key] == nil {
-            let object = TargetObject(WatchedTarget(input), requests: requests)
+            let target = WatchedTarget(input)
+            target.owner = user
+            let object = TargetObject(target, requests: requests)
             objects[key] = object
             keysByPath[key.path] = key
             objectsByTarget[ObjectIdentifier(object.target)] = object
+            if key.kind == .host { hostCount += 1 }
             onCreated?(object)
-            object.exported = connection.export(object, at: key.path, interfaces: [TargetObject.interface])
+            object.exported = connection.export(object, at: key.path, interfaces: [TargetObject.interface],
+                                                audience: Holders(registry: self, key: key))
             onAdded?(object)
+        } else if !wasHolder {
+            connection.announceAdded(key.path, to: [client])
         }
         return key.path
     }
 
-    /// `client` stops holding the target at `path`.
+    /// `client` stops holding the target at `path`; it gets `InterfacesRemoved` for it.
+    /// A target it does not hold is unknown to it, whether somebody else holds it or not.
     func release(_ path: ObjectPath, client: String) throws(BusError) {
-        guard let key = keysByPath[path] else {
-            throw ServiceError.unknownTarget("\(path.rawValue) is not a watched target")
+        guard let key = keysByPath[path], let isLast = try? holders.release(key, client: client) else {
+            throw ServiceError.unknownTarget("\(path.rawValue) is not a target this connection holds")
         }
-        let isLast: Bool
-        do {
-            isLast = try holders.release(key, client: client)
-        } catch {
-            throw ServiceError.unknownTarget("\(path.rawValue) is not held by \(client)")
+        if isLast {
+            remove(key, announcingTo: [client])
+        } else {
+            connection.announceRemoved(key.path, to: [client])
         }
-        if isLast { remove(key) }
     }
 
-    /// Everything `client` held is released (it left the bus).
+    /// Everything `client` held is released (it left the bus: nobody to tell).
     func releaseAll(client: String) {
-        for key in holders.releaseAll(client: client) { remove(key) }
+        for key in holders.releaseAll(client: client) { remove(key, announcingTo: []) }
     }
 
-    private func remove(_ key: TargetKey) {
+    /// Whether callers of `user` may see the target at `key`.
+    fileprivate func admits(_ user: UserID, to key: TargetKey) -> Bool { holders.isHeld(key, byUser: user) }
+
+    fileprivate func holderNames(of key: TargetKey) -> [String] { Array(holders.holders(of: key)) }
+
+    private func remove(_ key: TargetKey, announcingTo listeners: [String]) {
         guard let object = objects.removeValue(forKey: key) else { return }
         keysByPath[key.path] = nil
         objectsByTarget[ObjectIdentifier(object.target)] = nil
+        if key.kind == .host { hostCount -= 1 }
         onRemoved?(object)
         object.cancel()
-        connection.unexport(key.path)
+        connection.unexport(key.path, to: listeners)
     }
+}
+
+/// A target's audience: the users holding it see it, its holders hear its signals.
+@LoopActor
+private final class Holders: ObjectAudience {
+    /// Unowned: the registry outlives its objects (it unexports them all before it goes).
+    unowned let registry: TargetRegistry
+    let key: TargetKey
+
+    init(registry: TargetRegistry, key: TargetKey) {
+        self.registry = registry
+        self.key = key
+    }
+
+    func admits(_ user: UserID) -> Bool { registry.admits(user, to: key) }
+
+    var listeners: [String] { registry.holderNames(of: key) }
 }

@@ -51,7 +51,7 @@ struct DispatcherTests {
         let thing = Thing()
         var signals: [(ObjectPath, String, String)] = []
         init() {
-            tree.emit = { [unowned self] path, interface, name, _ in self.signals.append((path, interface, name)) }
+            tree.emit = { [unowned self] path, interface, name, _, _ in self.signals.append((path, interface, name)) }
             tree.addObjectManager(at: DispatcherTests.root)
             tree.export(at: DispatcherTests.root, interfaces: [DispatcherTests.interface.bound(to: thing)])
             tree.export(at: DispatcherTests.child, interfaces: [DispatcherTests.interface.bound(to: thing)])
@@ -79,7 +79,7 @@ struct DispatcherTests {
           arguments: [root, child])
     @LoopActor func getAllStandard(path: ObjectPath) {
         let fixture = Fixture()
-        for interface in fixture.tree.standardInterfaces(at: path) {
+        for interface in fixture.tree.standardInterfaces(at: path, for: 0) {
             #expect(fixture.call(path, Self.properties, "GetAll", [.string(interface.name)]) == .reply([.vardict([])]))
         }
         // ObjectManager is the root's only.

@@ -1,0 +1,269 @@
+import CDBus
+import ReachabilityCore
+import ReachabilityLoop
+
+/// What a service connection lets its callers make it hold, per user and in all.
+public struct CallerLimits: Sendable, Equatable {
+    /// Calls waiting to be served: per user and in all, by count and by bytes.
+    public var queue = FairQueue<MethodCall>.Limits(
+        perUserItems: 256, perUserCost: 512 * 1024, totalItems: 8192, totalCost: 8 * 1024 * 1024)
+    /// Bytes sent to a peer after which a read receipt is asked for.
+    public var receiptAfter = 64 * 1024
+    /// Bytes a user's peers may leave unread before its calls wait.
+    public var unreadPerUser = 1024 * 1024
+
+    public init() {}
+}
+
+/// The callers of a service connection: who each is (its Unix user), the calls
+/// waiting their turn, and what each has been sent and not read.
+///
+/// Every incoming call is served in round-robin order between users
+/// (`FairQueue`): it runs at once while nothing waits, and otherwise after at
+/// most one call of every other user with calls waiting. A user whose peers do
+/// not read what they are sent waits (`OutputLedger`); a peer that has stopped
+/// reading has its calls dropped; one that leaves the bus has its waiting calls
+/// dropped and its account closed.
+@LoopActor
+final class Callers {
+    var limits: CallerLimits
+    /// The Unix user of each caller still on the bus, by unique name.
+    var users: [String: UserID] = [:]
+    /// Calls from callers whose user is being asked for, by unique name.
+    var unidentified: [String: [MethodCall]] = [:]
+    var unidentifiedCount = 0
+    var queue: FairQueue<MethodCall>
+    var ledger: OutputLedger
+    /// Whether the bus lets the service ask peers for read receipts (its policy may not).
+    var receiptsAllowed = true
+    var serveIdle: SourceHandle?
+    /// Receipts to ask for again later, by peer (its queue in the bus was full).
+    var retries: [String: SourceHandle] = [:]
+    /// Calls dropped unanswered because their caller was not reading, and refused with `LimitsExceeded`.
+    private(set) var dropped = 0
+    private(set) var refused = 0
+
+    init(limits: CallerLimits) {
+        self.limits = limits
+        queue = FairQueue(limits: limits.queue)
+        ledger = OutputLedger(receiptAfter: limits.receiptAfter, perUser: limits.unreadPerUser)
+    }
+
+    func drop(_ call: MethodCall) {
+        dropped += 1
+        call.abandon()
+    }
+
+    func refuse(_ call: MethodCall, _ why: String) {
+        refused += 1
+        call.fail(.limitsExceeded(why))
+    }
+}
+
+extension BusConnection {
+    /// The limits applied to callers of the objects this connection exports.
+    public var callerLimits: CallerLimits {
+        get { callers.limits }
+        set {
+            callers.limits = newValue
+            callers.queue = FairQueue(limits: newValue.queue)
+            callers.ledger = OutputLedger(receiptAfter: newValue.receiptAfter, perUser: newValue.unreadPerUser)
+        }
+    }
+
+    /// Calls dropped unanswered because their caller did not read (for statistics and tests).
+    public var droppedCalls: Int { callers.dropped }
+    /// Calls refused with `LimitsExceeded` because their user's share of the queue was used up.
+    public var refusedCalls: Int { callers.refused }
+
+    // MARK: Admission
+
+    /// Takes an incoming call: finds out who sent it, then serves it in its user's turn.
+    func admit(_ call: MethodCall) {
+        if let user = callers.users[call.sender] { return enqueue(call, user: user) }
+        if callers.unidentified[call.sender] == nil {
+            guard callers.unidentifiedCount < callers.limits.queue.totalItems else {
+                return callers.refuse(call, "the service is busy identifying \(callers.unidentifiedCount) callers")
+            }
+            callers.unidentified[call.sender] = []
+            identify(call.sender)
+        }
+        guard callers.unidentified[call.sender]!.count < callers.limits.queue.perUserItems else {
+            return callers.refuse(call, "too many calls sent before the service could tell who sent them")
+        }
+        callers.unidentified[call.sender]!.append(call)
+        callers.unidentifiedCount += 1
+    }
+
+    /// Asks the bus driver for the Unix user of `sender` (`GetConnectionUnixUser`), once per caller.
+    private func identify(_ sender: String) {
+        callAsync(destination: Self.busDriver, path: ObjectPath("/org/freedesktop/DBus"),
+                  interface: "org.freedesktop.DBus", member: "GetConnectionUnixUser", [.string(sender)]) {
+            [weak self] result in
+            guard let self, let calls = self.callers.unidentified.removeValue(forKey: sender) else { return }
+            self.callers.unidentifiedCount -= calls.count
+            guard case .success(let values) = result, case .uint32(let user)? = values.first else {
+                // The caller has left (NameHasNoOwner): nobody waits for the answers.
+                for call in calls { self.callers.drop(call) }
+                return
+            }
+            self.callers.users[sender] = user
+            for call in calls { self.enqueue(call, user: user) }
+        }
+    }
+
+    private func enqueue(_ call: MethodCall, user: UserID) {
+        call.user = user
+        if callers.ledger.isStalled(call.sender) { return callers.drop(call) }
+        // The common case: nothing waits, so nothing is queued.
+        if callers.queue.isEmpty && !callers.ledger.isBlocked(user) {
+            return Dispatcher.dispatch(call, in: tree)
+        }
+        do {
+            try callers.queue.enqueue(call, user: user, cost: call.cost)
+        } catch {
+            return callers.refuse(call, "\(error); try again once the answers already sent have been read")
+        }
+        scheduleServing()
+    }
+
+    func scheduleServing() {
+        guard callers.serveIdle == nil, !callers.queue.isEmpty else { return }
+        callers.serveIdle = Sources.idle { [unowned self] in
+            self.callers.serveIdle = nil
+            self.serveQueued()
+        }
+    }
+
+    /// Serves a bounded batch of waiting calls, round-robin between users whose
+    /// peers have read what they were sent.
+    private func serveQueued() {
+        for _ in 0..<64 {
+            let ledger = callers.ledger
+            guard let (_, call) = callers.queue.next(where: { !ledger.isBlocked($0) }) else { return }
+            if callers.users[call.sender] == nil || callers.ledger.isStalled(call.sender) {
+                callers.drop(call)
+                continue
+            }
+            Dispatcher.dispatch(call, in: tree)
+        }
+        scheduleServing()
+    }
+
+    // MARK: Departures
+
+    /// Follows callers leaving the bus (`NameOwnerChanged` with no new owner; `arg2=''`
+    /// keeps the others away): their waiting calls and accounts go, then `handlers` run.
+    /// Installed before the connection asks for its name, so no caller can leave unseen.
+    func trackDepartures() {
+        guard !departuresTracked else { return }
+        departuresTracked = true
+        dbus_bus_add_match(raw, "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',path='/org/freedesktop/DBus',arg2=''", nil)
+        addSignalHandler { [unowned self] message in
+            // Only the bus driver's word counts: a peer can send anyone a signal of this name.
+            guard dbus_message_is_signal(message, "org.freedesktop.DBus", "NameOwnerChanged") != 0,
+                Self.sender(of: message) == Self.busDriver,
+                let args = MessageCodec.decodeBody(message), args.signature == "sss",
+                let name = args[0].stringValue, let old = args[1].stringValue, let new = args[2].stringValue,
+                new.isEmpty
+            else { return }
+            if name.hasPrefix(":") { self.forget(name) }
+            for handler in self.departureHandlers { handler(name, old, new) }
+        }
+    }
+
+    private func forget(_ caller: String) {
+        callers.users[caller] = nil
+        callers.ledger.forget(caller)
+        callers.retries[caller] = nil
+        if let calls = callers.unidentified.removeValue(forKey: caller) {
+            callers.unidentifiedCount -= calls.count
+            for call in calls { callers.drop(call) }
+        }
+        // Its queued calls are dropped when their turn comes (no O(n) search now);
+        // its account being closed may unblock its user's other connections.
+        scheduleServing()
+    }
+
+    // MARK: Output
+
+    /// Sends a message to `destination` (`nil`: a broadcast signal), charging
+    /// about `size` bytes to the destination's account until it reads them.
+    func send(_ message: OpaquePointer, to destination: String?, size: Int) {
+        send(message)
+        guard callers.receiptsAllowed, let destination, let user = callers.users[destination],
+            callers.ledger.sent(size, to: destination, user: user)
+        else { return }
+        askReceipt(from: destination)
+    }
+
+    /// Sends `peer` a `Peer.Ping`: its answer (any answer from the peer itself) means it
+    /// has read everything sent to it before. Wraps `dbus_connection_send_with_reply`.
+    private func askReceipt(from peer: String) {
+        guard let ping = dbus_message_new_method_call(peer, "/", "org.freedesktop.DBus.Peer", "Ping") else { return }
+        defer { dbus_message_unref(ping) }
+        var pending: OpaquePointer?
+        guard dbus_connection_send_with_reply(raw, ping, &pending, 30_000) != 0, let pending else { return }
+        let box = Unmanaged.passRetained(ReceiptBox(connection: self, peer: peer)).toOpaque()
+        dbus_pending_call_set_notify(pending, { pending, data in
+            let box = Unmanaged<ReceiptBox>.fromOpaque(data!).takeUnretainedValue()
+            let reply = dbus_pending_call_steal_reply(pending)
+            defer { if let reply { dbus_message_unref(reply) } }
+            LoopActor.assumeIsolated(box) { box in
+                box.connection?.receiptAnswered(by: box.peer, reply: reply)
+            }
+        }, box, { data in Unmanaged<ReceiptBox>.fromOpaque(data!).release() })
+        dbus_pending_call_unref(pending)
+    }
+
+    private func receiptAnswered(by peer: String, reply: OpaquePointer?) {
+        let isError = reply.map { dbus_message_get_type($0) == DBUS_MESSAGE_TYPE_ERROR } ?? true
+        let from = reply.flatMap(Self.sender(of:))
+        if !isError || from == peer {
+            // The peer answered (an error from the peer itself counts: it read the Ping).
+            if callers.ledger.receiptArrived(from: peer) { askReceipt(from: peer) }
+            scheduleServing()
+            return
+        }
+        let name = reply.flatMap { dbus_message_get_error_name($0) }.map { String(cString: $0) }
+        switch name {
+        case BusError.prefix + "AccessDenied":
+            // The bus's policy forbids it: no receipts, so no accounting of what peers read.
+            Log.warning("the bus does not let the service ask its callers for read receipts (Peer.Ping); "
+                        + "install its D-Bus policy file: until then a caller that does not read its "
+                        + "socket can make the bus stop reading the service")
+            callers.receiptsAllowed = false
+            callers.ledger = OutputLedger(receiptAfter: callers.limits.receiptAfter,
+                                          perUser: callers.limits.unreadPerUser)
+            scheduleServing()
+        case BusError.noReply, nil:
+            // Not read within the timeout: ask again, covering everything unread.
+            if callers.users[peer] != nil, callers.ledger.receiptLost(from: peer) {
+                Log.debug("\(peer) does not read what it is sent; its calls are dropped until it does")
+                askReceipt(from: peer)
+            }
+        case BusError.prefix + "LimitsExceeded":
+            // Its queue in the bus is full (the bus answers at once): ask again once the timeout
+            // of a receipt has passed, not in a loop.
+            guard callers.users[peer] != nil, callers.ledger.receiptLost(from: peer) else { return }
+            callers.retries[peer] = Sources.every(seconds: 30) { [unowned self] in
+                self.callers.retries[peer] = nil
+                self.askReceipt(from: peer)
+                return false
+            }
+        default:
+            break  // It left (ServiceUnknown, NameHasNoOwner): its departure closes its account.
+        }
+    }
+}
+
+/// What a read receipt's reply needs: the connection (weak: a receipt may outlive
+/// it) and the peer asked.
+private final class ReceiptBox {
+    weak var connection: BusConnection?
+    let peer: String
+    @LoopActor init(connection: BusConnection, peer: String) {
+        self.connection = connection
+        self.peer = peer
+    }
+}

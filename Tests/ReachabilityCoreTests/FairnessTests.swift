@@ -1,0 +1,262 @@
+import Testing
+@testable import ReachabilityCore
+
+@Suite("Fairness between users: queues, quotas, rates, unread output")
+struct FairnessTests {
+    static let roomy = FairQueue<Int>.Limits(perUserItems: 1000, perUserCost: 1_000_000, totalItems: 10_000,
+                                             totalCost: 10_000_000)
+
+    @Test("a user with a thousand calls queued delays another user's one call by one call")
+    func roundRobin() throws {
+        var queue = FairQueue<Int>(limits: Self.roomy)
+        for i in 0..<1000 { try queue.enqueue(i, user: 65534, cost: 100) }
+        try queue.enqueue(-1, user: 4242, cost: 100)
+        let first = queue.next()
+        let second = queue.next()
+        #expect(first?.user == 65534 && first?.item == 0)
+        #expect(second?.user == 4242 && second?.item == -1, "the victim's call is second, not 1001st")
+        // The rest keep their order.
+        var order: [Int] = []
+        while let (_, item) = queue.next() { order.append(item) }
+        #expect(order == Array(1..<1000))
+        #expect(queue.isEmpty && queue.cost == 0)
+    }
+
+    @Test("three users alternate, each in its own order")
+    func alternation() throws {
+        var queue = FairQueue<String>(limits: .init(perUserItems: 10, perUserCost: 100, totalItems: 100,
+                                                    totalCost: 1000))
+        for user: UserID in [1, 2, 3] {
+            for n in 0..<3 { try queue.enqueue("\(user).\(n)", user: user, cost: 1) }
+        }
+        var served: [String] = []
+        while let (_, item) = queue.next() { served.append(item) }
+        #expect(served == ["1.0", "2.0", "3.0", "1.1", "2.1", "3.1", "1.2", "2.2", "3.2"])
+    }
+
+    @Test("a user's share is bounded by count and by cost; its first item is always taken")
+    func perUserLimits() throws {
+        var queue = FairQueue<Int>(limits: .init(perUserItems: 3, perUserCost: 1000, totalItems: 100,
+                                                 totalCost: 100_000))
+        // A first item larger than the user's share is taken: it is served next.
+        try queue.enqueue(0, user: 1, cost: 5000)
+        #expect(throws: FairQueue<Int>.Refusal.userFull(items: 1, cost: 5000)) {
+            try queue.enqueue(1, user: 1, cost: 1)
+        }
+        _ = queue.next()
+        for i in 0..<3 { try queue.enqueue(i, user: 1, cost: 10) }
+        #expect(throws: FairQueue<Int>.Refusal.userFull(items: 3, cost: 30)) { try queue.enqueue(9, user: 1, cost: 10) }
+        // Another user still has room.
+        try queue.enqueue(7, user: 2, cost: 10)
+        #expect(queue.count(of: 2) == 1)
+    }
+
+    @Test("the whole queue is bounded, so no number of users can grow it without end")
+    func totalLimits() throws {
+        var queue = FairQueue<Int>(limits: .init(perUserItems: 10, perUserCost: 1000, totalItems: 4,
+                                                 totalCost: 1000))
+        for user: UserID in 1...4 { try queue.enqueue(0, user: user, cost: 1) }
+        #expect(throws: FairQueue<Int>.Refusal.full(items: 4, cost: 4)) { try queue.enqueue(0, user: 5, cost: 1) }
+        #expect(throws: FairQueue<Int>.Refusal.full(items: 4, cost: 4)) { try queue.enqueue(0, user: 1, cost: 1) }
+    }
+
+    @Test("users that are not ready are passed over, and keep their turn")
+    func readiness() throws {
+        var queue = FairQueue<Int>(limits: Self.roomy)
+        try queue.enqueue(1, user: 1, cost: 1)
+        try queue.enqueue(2, user: 2, cost: 1)
+        let first = queue.next(where: { $0 != 1 })
+        let none = queue.next(where: { $0 != 1 })
+        #expect(first?.item == 2)
+        #expect(none == nil, "user 1 waits")
+        #expect(queue.count == 1)
+        let last = queue.next()
+        #expect(last?.item == 1)
+    }
+
+    @Test("serving and queueing stay cheap with many items (no O(n) step per item)")
+    func linear() throws {
+        var queue = FairQueue<Int>(limits: .init(perUserItems: 200_000, perUserCost: 200_000, totalItems: 400_000,
+                                                 totalCost: 400_000))
+        for i in 0..<200_000 { try queue.enqueue(i, user: UserID(i % 2), cost: 1) }
+        var n = 0
+        while queue.next() != nil { n += 1 }
+        #expect(n == 200_000)
+    }
+
+    @Test("a quota keeps room for others: one user never takes the whole of it")
+    func quota() {
+        var quota = Quota(perUser: 4, total: 8)
+        for _ in 0..<4 {
+            let result = quota.take(65534)
+            #expect(result)
+        }
+        do {
+            let result = quota.take(65534)
+            #expect(!result, "the attacker's share is used up")
+        }
+        do {
+            let result = quota.take(4242)
+            #expect(result, "the victim still has room")
+        }
+        quota.give(65534)
+        #expect(quota.used(by: 65534) == 3 && quota.inUse == 4)
+        quota.give(99)  // never took any: nothing changes
+        #expect(quota.inUse == 4)
+        #expect(Quota(perUser: 10, total: 3).perUser == 3)
+    }
+
+    @Test("a rate limiter lets a burst through, then refills at its rate, per user")
+    func rate() {
+        var limiter = RateLimiter(burst: 4, perSecond: 2)
+        for _ in 0..<4 {
+            let result = limiter.take(1, now: 1_000_000)
+            #expect(result)
+        }
+        do {
+            let result = limiter.take(1, now: 1_000_000)
+            #expect(!result)
+        }
+        do {
+            let result = limiter.take(2, now: 1_000_000)
+            #expect(result, "another user has its own bucket")
+        }
+        do {
+            let result = limiter.take(1, now: 1_400_000)
+            #expect(!result, "0.4 s gives 0.8 of a token")
+        }
+        do {
+            let result = limiter.take(1, now: 1_500_000)
+            #expect(result, "0.5 s gives one")
+        }
+        do {
+            let result = limiter.take(1, now: 1_500_000)
+            #expect(!result)
+        }
+        // Quiet users are forgotten once many users have been seen.
+        for user: UserID in 100..<1200 { _ = limiter.take(user, now: 2_000_000) }
+        _ = limiter.take(5000, now: 100_000_000)
+        #expect(limiter.trackedUsers < 100)
+    }
+
+    @Test("unread output: a receipt is asked for every so many bytes, and its answer clears them")
+    func receipts() {
+        var ledger = OutputLedger(receiptAfter: 100, perUser: 300)
+        do {
+            let result = ledger.sent(60, to: ":1.1", user: 1)
+            #expect(!result)
+        }
+        do {
+            let result = ledger.sent(60, to: ":1.1", user: 1)
+            #expect(result, "120 bytes unread: ask")
+        }
+        do {
+            let result = ledger.sent(60, to: ":1.1", user: 1)
+            #expect(!result, "one receipt at a time")
+        }
+        #expect(ledger.unread(by: 1) == 180)
+        do {
+            let result = ledger.receiptArrived(from: ":1.1")
+            #expect(!result, "60 left: below the threshold")
+        }
+        #expect(ledger.unread(by: 1) == 60)
+        do {
+            let result = ledger.receiptArrived(from: ":1.1")
+            #expect(!result, "no receipt outstanding: nothing changes")
+        }
+        #expect(ledger.unread(by: 1) == 60)
+    }
+
+    @Test("a peer that does not read blocks its user, and only its user; leaving clears it")
+    func blocking() {
+        var ledger = OutputLedger(receiptAfter: 100, perUser: 300)
+        do {
+            let result = ledger.sent(150, to: ":1.1", user: 65534)
+            #expect(result)
+        }
+        _ = ledger.sent(200, to: ":1.1", user: 65534)
+        #expect(ledger.isBlocked(65534) && ledger.isStalled(":1.1"))
+        #expect(!ledger.isBlocked(4242))
+        // Another connection of the same user is blocked with it, but not stalled itself.
+        _ = ledger.sent(10, to: ":1.2", user: 65534)
+        #expect(!ledger.isStalled(":1.2"))
+        // An unanswered receipt is asked again, covering everything.
+        do {
+            let result = ledger.receiptLost(from: ":1.1")
+            #expect(result)
+        }
+        do {
+            let result = ledger.receiptLost(from: ":9.9")
+            #expect(!result)
+        }
+        ledger.forget(":1.1")
+        #expect(!ledger.isBlocked(65534) && !ledger.isStalled(":1.1"))
+        #expect(ledger.unread(by: 65534) == 10 && ledger.totalUnread == 10)
+    }
+
+    @Test("a receipt answered while more was sent asks again for the rest")
+    func receiptChain() {
+        var ledger = OutputLedger(receiptAfter: 100, perUser: 1000)
+        do {
+            let result = ledger.sent(100, to: ":1.1", user: 1)
+            #expect(result)
+        }
+        _ = ledger.sent(250, to: ":1.1", user: 1)
+        do {
+            let result = ledger.receiptArrived(from: ":1.1")
+            #expect(result, "250 unread after the receipt: ask again")
+        }
+        #expect(ledger.unread(by: 1) == 250)
+        do {
+            let result = ledger.receiptArrived(from: ":1.1")
+            #expect(!result)
+        }
+        #expect(ledger.unread(by: 1) == 0 && ledger.totalUnread == 0)
+    }
+}
+
+@Suite("Holders per user")
+struct UserHoldersTests {
+    @Test("one user's connections together hold at most the per-user limit; other users still can")
+    func perUser() throws {
+        var registry = HolderRegistry<Int>(perClientLimit: 4, perUserLimit: 6, globalLimit: 100)
+        for key in 0..<4 { _ = try registry.hold(key, client: ":1.1", user: 65534) }
+        _ = try registry.hold(4, client: ":1.2", user: 65534)
+        _ = try registry.hold(5, client: ":1.2", user: 65534)
+        let error = #expect(throws: HoldError.self) { try registry.hold(6, client: ":1.3", user: 65534) }
+        #expect(error?.message.contains("per-user limit is 6") == true)
+        // A key the user already holds through another connection costs it nothing more.
+        #expect(try !registry.hold(0, client: ":1.3", user: 65534))
+        #expect(registry.count(ofUser: 65534) == 6)
+        #expect(try registry.hold(6, client: ":2.1", user: 4242))
+        #expect(registry.isHeld(6, byUser: 4242) && !registry.isHeld(6, byUser: 65534))
+        #expect(registry.isHeld(0, byUser: 65534) && !registry.isHeld(0, byUser: 4242))
+    }
+
+    @Test("a user stops seeing a key when its last connection holding it lets go")
+    func visibility() throws {
+        var registry = HolderRegistry<String>()
+        _ = try registry.hold("a", client: ":1.1", user: 7)
+        _ = try registry.hold("a", client: ":1.2", user: 7)
+        _ = try registry.hold("a", client: ":1.3", user: 8)
+        #expect(try !registry.release("a", client: ":1.1"))
+        #expect(registry.isHeld("a", byUser: 7))
+        #expect(registry.releaseAll(client: ":1.2").isEmpty)
+        #expect(!registry.isHeld("a", byUser: 7) && registry.count(ofUser: 7) == 0)
+        #expect(registry.isHeld("a", byUser: 8))
+        #expect(Set(registry.keys(ofUser: 8)) == ["a"])
+    }
+
+    @Test("the per-user limit never exceeds the global one")
+    func clamp() {
+        #expect(HolderRegistry<Int>(perClientLimit: 1, perUserLimit: 50, globalLimit: 10).perUserLimit == 10)
+    }
+
+    @Test("holding and releasing 16,384 keys is linear")
+    func scale() throws {
+        var registry = HolderRegistry<Int>(perClientLimit: 100_000, perUserLimit: 100_000, globalLimit: 100_000)
+        for key in 0..<16_384 { _ = try registry.hold(key, client: ":1.1", user: 1) }
+        #expect(registry.releaseAll(client: ":1.1").count == 16_384)
+        #expect(registry.count == 0 && registry.count(ofUser: 1) == 0)
+    }
+}
