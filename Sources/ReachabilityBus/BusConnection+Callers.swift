@@ -54,6 +54,9 @@ final class Callers {
         call.abandon()
     }
 
+    /// A call dropped before it became a `MethodCall`.
+    func countDrop() { dropped += 1 }
+
     func refuse(_ call: MethodCall, _ why: String) {
         refused += 1
         call.fail(.limitsExceeded(why))
@@ -122,9 +125,22 @@ extension BusConnection {
         do {
             try callers.queue.enqueue(call, user: user, cost: call.cost)
         } catch {
+            // A user whose peers do not read gets no answers it would not read either.
+            if callers.ledger.isBlocked(user) { return callers.drop(call) }
             return callers.refuse(call, "\(error); try again once the answers already sent have been read")
         }
         scheduleServing()
+    }
+
+    /// Whether a call from `sender` is to be dropped before it is even decoded: the
+    /// sender is not reading, or its user's peers do not read and its share of the
+    /// queue is full.
+    func shouldDropUnread(from sender: String) -> Bool {
+        guard let user = callers.users[sender] else { return false }
+        let drop = callers.ledger.isStalled(sender)
+            || (callers.ledger.isBlocked(user) && callers.queue.count(of: user) >= callers.limits.queue.perUserItems)
+        if drop { callers.countDrop() }
+        return drop
     }
 
     func scheduleServing() {

@@ -274,6 +274,10 @@ public final class BusConnection {
         guard dbus_message_get_type(message) == DBUS_MESSAGE_TYPE_METHOD_CALL else {
             return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
         }
+        let sender = Self.sender(of: message) ?? ""
+        // A caller that does not read what it is sent costs no more than this test: its
+        // call is dropped before it is decoded (an answer would only wait for it unread).
+        if shouldDropUnread(from: sender) { return DBUS_HANDLER_RESULT_HANDLED }
         let pathString = dbus_message_get_path(message).map { String(cString: $0) } ?? "/"
         guard let path = ObjectPath(rawValue: pathString) else {
             return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
@@ -283,7 +287,7 @@ public final class BusConnection {
         let signature = dbus_message_get_signature(message).map { String(cString: $0) } ?? ""
         let decoded = MessageCodec.decodeBody(message)
         let call = MethodCall(
-            responder: MessageResponder(message: message, connection: self), sender: Self.sender(of: message) ?? "",
+            responder: MessageResponder(message: message, connection: self), sender: sender,
             path: path, interface: interface, member: member, arguments: decoded ?? [], signature: signature,
             wantsReply: dbus_message_get_no_reply(message) == 0)
         if decoded == nil {
