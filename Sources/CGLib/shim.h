@@ -5,6 +5,8 @@
 #include <glib.h>
 #include <glib-unix.h>
 #include <gio/gio.h>
+/* glibc's malloc_trim, for giving memory back after a peak (Memory.trimSoon). */
+#include <malloc.h>
 
 
 #endif

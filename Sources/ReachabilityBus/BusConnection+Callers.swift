@@ -37,6 +37,8 @@ final class Callers {
     /// Whether the bus lets the service ask peers for read receipts (its policy may not).
     var receiptsAllowed = true
     var serveIdle: SourceHandle?
+    /// The most calls queued since the queue last drained after a flood.
+    var peakQueued = 0
     /// Receipts to ask for again later, by peer (its queue in the bus was full).
     var retries: [String: SourceHandle] = [:]
     /// Calls dropped unanswered because their caller was not reading, and refused with `LimitsExceeded`.
@@ -124,6 +126,7 @@ extension BusConnection {
         }
         do {
             try callers.queue.enqueue(call, user: user, cost: call.cost)
+            callers.peakQueued = max(callers.peakQueued, callers.queue.count)
         } catch {
             // A user whose peers do not read gets no answers it would not read either.
             if callers.ledger.isBlocked(user) { return callers.drop(call) }
@@ -156,7 +159,14 @@ extension BusConnection {
     private func serveQueued() {
         for _ in 0..<64 {
             let ledger = callers.ledger
-            guard let (_, call) = callers.queue.next(where: { !ledger.isBlocked($0) }) else { return }
+            guard let (_, call) = callers.queue.next(where: { !ledger.isBlocked($0) }) else {
+                // A queue that has drained after a flood held memory worth giving back.
+                if callers.queue.isEmpty && callers.peakQueued >= 1024 {
+                    callers.peakQueued = 0
+                    Memory.trimSoon()
+                }
+                return
+            }
             if callers.users[call.sender] == nil || callers.ledger.isStalled(call.sender) {
                 callers.drop(call)
                 continue

@@ -89,7 +89,9 @@ final class TargetRegistry {
 
     /// Everything `client` held is released (it left the bus: nobody to tell).
     func releaseAll(client: String) {
-        for key in holders.releaseAll(client: client) { remove(key, announcingTo: []) }
+        let orphaned = holders.releaseAll(client: client)
+        for key in orphaned { remove(key, announcingTo: []) }
+        if orphaned.count >= 256 { Memory.trimSoon() }
     }
 
     /// Whether callers of `user` may see the target at `key`.
