@@ -270,7 +270,6 @@ public final class TargetEvaluator {
         }
         target.lookup = resolver.lookup(target.name, owner: target.owner) { [unowned self, unowned target] result in
             target.lookup = nil
-            target.lastSettled = MonotonicClock.microseconds()
             target.resolution = Self.resolution(result)
             self.apply(self.state(of: target), to: target)
             if target.lookupAgain {

@@ -25,8 +25,6 @@ public final class WatchedTarget {
     public internal(set) var resolution: Resolution = .pending
     /// The user its lookups are charged to (the first holder's).
     public var owner: UserID = 0
-    /// When its last lookup settled (monotonic µs; 0: never).
-    public internal(set) var lastSettled: Int64 = 0
     /// Whether a lookup is running or waiting for this target.
     public var isResolving: Bool { lookup != nil }
     var lookup: Resolver.Lookup?

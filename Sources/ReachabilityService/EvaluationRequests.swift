@@ -17,16 +17,17 @@ final class EvaluationRequests {
     private var lookupsOnRequest = RateLimiter(burst: 64, perSecond: 16)
     /// When `Refresh` last re-read every fact (monotonic µs).
     private var lastReload: Int64 = 0
-    /// A `Refresh` within this long of the last one joins its answer instead of doing the work again.
+    /// A `Refresh` within this long of the last one uses the facts that one read.
     static let refreshJoinWindow: Int64 = 100_000
 
     init(refreshInterval: UInt32) {
         evaluator = TargetEvaluator(refreshInterval: refreshInterval)
     }
 
-    /// `Refresh`: re-read everything; a host answers once its new lookup is done. A `Refresh`
-    /// while one is waiting for its lookup joins it; one just after another (or past the
-    /// caller's rate of lookups) gets the answer that one got.
+    /// `Refresh`: re-read everything (at most once per `refreshJoinWindow`: the events keep the
+    /// facts current, this is a repair); a host answers once its new lookup is done. A
+    /// `Refresh` of a host while one is waiting for its lookup joins it; one past the caller's
+    /// rate of lookups is answered with the current state.
     func refresh(_ object: TargetObject, call: MethodCall) -> [DBusValue]? {
         let now = MonotonicClock.microseconds()
         if now - lastReload >= Self.refreshJoinWindow {
@@ -40,9 +41,6 @@ final class EvaluationRequests {
         if !object.waitingCalls.isEmpty {
             object.waitingCalls.append(call)
             return nil
-        }
-        if target.lastSettled != 0 && now - target.lastSettled < Self.refreshJoinWindow && !target.isResolving {
-            return object.refreshReply
         }
         guard lookupsOnRequest.take(call.user, now: UInt64(now)) else { return object.refreshReply }
         object.waitingCalls.append(call)

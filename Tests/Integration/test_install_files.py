@@ -511,10 +511,12 @@ def service(request, bus, service_user):  # pylint: disable=redefined-outer-name
 def test_policy_allows_exactly_the_listed_interfaces():
     """Every rule is scoped to the service's name (an unscoped
     send_interface rule would open that interface of every service on the
-    machine), and the interfaces opened are exactly the six of the SPEC."""
+    machine), but one: the service's own users may send Peer.Ping to anyone
+    (read receipts); and the interfaces opened are exactly the six of the SPEC."""
     root = ET.parse(POLICY).getroot()
     owners = set()
     allowed = set()
+    receipts = set()
     for policy in root.iter("policy"):
         for rule in policy:
             attributes = dict(rule.attrib)
@@ -522,6 +524,11 @@ def test_policy_allows_exactly_the_listed_interfaces():
                 assert attributes == {"own": SERVICE}, attributes
                 if rule.tag == "allow":
                     owners.add(policy.get("user"))
+                continue
+            if attributes == RECEIPT_RULE:
+                # The one unscoped rule: the service's own users may ask callers for read receipts.
+                assert rule.tag == "allow" and policy.get("user") in {"root", SERVICE_USER}, attributes
+                receipts.add(policy.get("user"))
                 continue
             if rule.tag == "allow" and any(key.startswith("send_") for key in attributes):
                 assert attributes.get("send_destination") == SERVICE, f"unscoped rule {attributes}"
@@ -533,6 +540,11 @@ def test_policy_allows_exactly_the_listed_interfaces():
                 assert policy.get("context") == "default", f"send rule outside the default context: {attributes}"
     assert owners == {"root", SERVICE_USER}
     assert allowed == ALLOWED_INTERFACES
+    assert receipts == {"root", SERVICE_USER}
+
+
+# What the service's users may send to any peer: Peer.Ping, as a read receipt (README, "Fair to every user").
+RECEIPT_RULE = {"send_type": "method_call", "send_interface": "org.freedesktop.DBus.Peer", "send_member": "Ping"}
 
 
 def test_unprivileged_user_cannot_own_the_name(bus):  # pylint: disable=redefined-outer-name
