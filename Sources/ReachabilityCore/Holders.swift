@@ -54,17 +54,19 @@ public struct HolderRegistry<Key: Hashable & Sendable>: Sendable {
     ///   targets, `key` is new to `user` and its clients hold `perUserLimit`, or
     ///   `key` is new and `globalLimit` distinct targets are held.
     public mutating func hold(_ key: Key, client: String, user: UserID) throws(HoldError) -> Bool {
-        let held = keysByClient[client]
-        if held?.contains(key) == true { return false }
-        if (held?.count ?? 0) >= perClientLimit {
+        // Counts and flags only: a copy of a set held here would make the inserts below copy it
+        // (copy on write), one whole set per hold.
+        if keysByClient[client]?.contains(key) == true { return false }
+        let heldByClient = keysByClient[client]?.count ?? 0
+        if heldByClient >= perClientLimit {
             throw .tooManyTargets(
-                "client \(InvalidTarget.quoted(client)) already holds \(targetCount(held?.count ?? 0)); "
+                "client \(InvalidTarget.quoted(client)) already holds \(targetCount(heldByClient)); "
                     + "the per-client limit is \(perClientLimit)")
         }
-        let ofUser = keysByUser[user]
-        if ofUser?[key] == nil && (ofUser?.count ?? 0) >= perUserLimit {
+        let heldByUser = keysByUser[user]?.count ?? 0
+        if keysByUser[user]?[key] == nil && heldByUser >= perUserLimit {
             throw .tooManyTargets(
-                "user \(user) already holds \(targetCount(ofUser?.count ?? 0)) through its connections; "
+                "user \(user) already holds \(targetCount(heldByUser)) through its connections; "
                     + "the per-user limit is \(perUserLimit)")
         }
         let isNew = holdersByKey[key] == nil
