@@ -82,6 +82,8 @@ public final class ObjectTree {
     /// Serves `org.freedesktop.DBus.ObjectManager` at `path` for every object below it.
     func addObjectManager(at path: ObjectPath) { objectManagerPath = path }
 
+    func compact() { objects.shrinkIfSparse() }
+
     var count: Int { objects.count }
 
     func managerAbove(_ path: ObjectPath) -> ObjectPath? {
@@ -179,4 +181,7 @@ extension BusConnection {
 
     /// The number of exported objects.
     public var exportedObjectCount: Int { tree.count }
+
+    /// Gives back the storage left by many unexported objects.
+    public func compactObjects() { tree.compact() }
 }

@@ -109,6 +109,15 @@ public struct HolderRegistry<Key: Hashable & Sendable>: Sendable {
         return orphaned
     }
 
+    /// Gives back the storage left by many releases (after a client with many targets left).
+    public mutating func compact() {
+        holdersByKey.shrinkIfSparse()
+        keysByClient.shrinkIfSparse()
+        userOfClient.shrinkIfSparse()
+        for user in keysByUser.keys { keysByUser[user]!.shrinkIfSparse() }
+        keysByUser.shrinkIfSparse()
+    }
+
     /// Whether a client of `user` holds `key`.
     public func isHeld(_ key: Key, byUser user: UserID) -> Bool { keysByUser[user]?[key] != nil }
 

@@ -71,3 +71,12 @@ public struct RateLimiter: Sendable {
     /// The number of users being limited now (for tests and statistics).
     public var trackedUsers: Int { buckets.count }
 }
+
+extension Dictionary {
+    /// Gives back the storage of a dictionary that held many more entries than it
+    /// does now (Swift keeps a dictionary's capacity when entries are removed).
+    public mutating func shrinkIfSparse() {
+        guard capacity > 1024, count < capacity / 4 else { return }
+        self = Dictionary(uniqueKeysWithValues: self.map { ($0.key, $0.value) })
+    }
+}

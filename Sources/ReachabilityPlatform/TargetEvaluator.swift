@@ -187,8 +187,32 @@ public final class TargetEvaluator {
     private func route(_ address: IPAddress) -> RouteFact? {
         if let cached = routes[address] { return cached }
         let route = observer?.routes(to: [address]).first ?? nil
-        routes[address] = route
+        remember(route, for: address)
         return route
+    }
+
+    /// The most routes cached between two network changes: twice the most targets, so only a
+    /// flood of addresses that nobody watches for long (queries, short-lived targets) can
+    /// reach it; the cache then starts again, and watched addresses are looked up again in
+    /// batches when next evaluated.
+    static let routeCacheLimit = 32_768
+
+    /// Forgets the cached routes of `target`'s addresses (it is going away): a route cache
+    /// full of addresses nobody watches pins the pages a peak left behind.
+    public func forgetRoutes(of target: WatchedTarget) {
+        switch (target.kind, target.resolution) {
+        case (.address, _): if let address = target.address { routes[address] = nil }
+        case (.host, .resolved(let list)): for address in list { routes[address] = nil }
+        default: break
+        }
+    }
+
+    /// Gives back the storage of the route cache after many targets went away.
+    public func compactRoutes() { routes.shrinkIfSparse() }
+
+    private func remember(_ route: RouteFact?, for address: IPAddress) {
+        if routes.count >= Self.routeCacheLimit { routes.removeAll() }
+        routes[address] = route
     }
 
     /// Looks the routes of every address of `targets` up in batches, ahead of evaluating them.
@@ -212,7 +236,7 @@ public final class TargetEvaluator {
             wanted.append(address)
         }
         guard let observer, !wanted.isEmpty else { return }
-        for (address, route) in zip(wanted, observer.routes(to: wanted)) { routes[address] = route }
+        for (address, route) in zip(wanted, observer.routes(to: wanted)) { remember(route, for: address) }
     }
 
     private func addressRoute(_ address: IPAddress) -> Engine.AddressRoute {
@@ -246,9 +270,12 @@ public final class TargetEvaluator {
     /// The internet's state now.
     public var internetState: TargetState { Engine.evaluateInternet(facts) }
 
-    /// The state of an address now.
+    /// The state of an address now, for a one-shot query: its route is not kept (a caller
+    /// asking about ever new addresses must not grow the cache).
     public func state(of address: IPAddress) -> TargetState {
-        Engine.evaluateAddresses([addressRoute(address)], facts: facts)
+        let route = routes[address] ?? observer?.routes(to: [address]).first ?? nil
+        return Engine.evaluateAddresses(
+            [Engine.AddressRoute(address: address.description, family: address.family, route: route)], facts: facts)
     }
 
     // MARK: Host resolution

@@ -110,7 +110,10 @@ public final class Daemon {
             evaluator.resolve(object.target)
             evaluator.hostTargetsChanged(count: self.registry.hostCount)
         }
-        registry.onRemoved = { [unowned self] _ in evaluator.hostTargetsChanged(count: self.registry.hostCount) }
+        registry.onRemoved = { [unowned self] object in
+            evaluator.forgetRoutes(of: object.target)
+            evaluator.hostTargetsChanged(count: self.registry.hostCount)
+        }
         evaluator.sink = self
         do {
             try evaluator.start(mode: backendMode)

@@ -91,7 +91,15 @@ final class TargetRegistry {
     func releaseAll(client: String) {
         let orphaned = holders.releaseAll(client: client)
         for key in orphaned { remove(key, announcingTo: []) }
-        if orphaned.count >= 256 { Memory.trimSoon() }
+        guard orphaned.count >= 256 else { return }
+        // A peak is over: give its memory back.
+        holders.compact()
+        objects.shrinkIfSparse()
+        keysByPath.shrinkIfSparse()
+        objectsByTarget.shrinkIfSparse()
+        connection.compactObjects()
+        requests.evaluator.compactRoutes()
+        Memory.trimSoon()
     }
 
     /// Whether callers of `user` may see the target at `key`.
