@@ -213,7 +213,7 @@ struct Watch: AsyncParsableCommand {
 
 struct List: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show every target reachabilityd watches (for any client), with its state.")
+        abstract: "Show the targets reachabilityd watches for your user (for every user, as root), with their state.")
 
     @OptionGroup var options: CommonOptions
 
@@ -227,7 +227,11 @@ struct List: AsyncParsableCommand {
         } catch {
             throw TargetText.explained(error, hint: "list shows the targets the daemon watches")
         }
-        if snapshots.isEmpty && !options.json { Output.line("reachabilityd watches no target.") }
+        if snapshots.isEmpty && !options.json {
+            // Each user sees the targets its own connections hold; root sees all of them.
+            Output.line(getuid() == 0 ? "reachabilityd watches no target."
+                        : "reachabilityd watches no target for this user (root sees every user's).")
+        }
         for snapshot in snapshots {
             Output.state(snapshot.state, of: snapshot.target, mode: .daemon, json: options.json, time: nil)
         }

@@ -92,7 +92,7 @@ complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_opti
 complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_positional "reachctl" -eq 1' -fa 'status' -d 'Show the internet\'s reachability (the default command).'
 complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_positional "reachctl" -eq 1' -fa 'query' -d 'Show the reachability of each TARGET once.'
 complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_positional "reachctl" -eq 1' -fa 'watch' -d 'Show each TARGET\'s reachability, then a line for every change, until interrupted.'
-complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_positional "reachctl" -eq 1' -fa 'list' -d 'Show every target reachabilityd watches (for any client), with its state.'
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_positional "reachctl" -eq 1' -fa 'list' -d 'Show the targets reachabilityd watches for your user (for every user, as root), with their state.'
 complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_positional "reachctl" -eq 1' -fa 'doctor' -d 'Check the installed service: its files, the bus\'s policy and activation, and an answer.'
 complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_positional "reachctl" -eq 1' -fa 'help' -d 'Show subcommand help information.'
 complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl status" json' -l 'json' -d 'Print JSON: one object per target (per change for watch), one per line.'

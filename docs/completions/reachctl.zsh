@@ -53,7 +53,7 @@ _reachctl() {
             'status:Show the internet'\''s reachability (the default command).'
             'query:Show the reachability of each TARGET once.'
             'watch:Show each TARGET'\''s reachability, then a line for every change, until interrupted.'
-            'list:Show every target reachabilityd watches (for any client), with its state.'
+            'list:Show the targets reachabilityd watches for your user (for every user, as root), with their state.'
             'doctor:Check the installed service: its files, the bus'\''s policy and activation, and an answer.'
             'help:Show subcommand help information.'
         )
