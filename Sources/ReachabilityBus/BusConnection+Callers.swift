@@ -184,7 +184,9 @@ extension BusConnection {
     func trackDepartures() {
         guard !departuresTracked else { return }
         departuresTracked = true
-        dbus_bus_add_match(raw, "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',path='/org/freedesktop/DBus',arg2=''", nil)
+        dbus_bus_add_match(
+            raw, "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',"
+                + "member='NameOwnerChanged',path='/org/freedesktop/DBus',arg2=''", nil)
         addSignalHandler { [unowned self] message in
             // Only the bus driver's word counts: a peer can send anyone a signal of this name.
             guard dbus_message_is_signal(message, "org.freedesktop.DBus", "NameOwnerChanged") != 0,
@@ -223,13 +225,18 @@ extension BusConnection {
         askReceipt(from: destination)
     }
 
+    /// How long a read receipt is waited for (ms): a peer that reads answers in microseconds.
+    static let receiptTimeout: Int32 = 10_000
+
     /// Sends `peer` a `Peer.Ping`: its answer (any answer from the peer itself) means it
     /// has read everything sent to it before. Wraps `dbus_connection_send_with_reply`.
     private func askReceipt(from peer: String) {
         guard let ping = dbus_message_new_method_call(peer, "/", "org.freedesktop.DBus.Peer", "Ping") else { return }
         defer { dbus_message_unref(ping) }
         var pending: OpaquePointer?
-        guard dbus_connection_send_with_reply(raw, ping, &pending, 30_000) != 0, let pending else { return }
+        guard dbus_connection_send_with_reply(raw, ping, &pending, Self.receiptTimeout) != 0, let pending else {
+            return
+        }
         let box = Unmanaged.passRetained(ReceiptBox(connection: self, peer: peer)).toOpaque()
         dbus_pending_call_set_notify(pending, { pending, data in
             let box = Unmanaged<ReceiptBox>.fromOpaque(data!).takeUnretainedValue()
@@ -263,16 +270,19 @@ extension BusConnection {
                                           perUser: callers.limits.unreadPerUser)
             scheduleServing()
         case BusError.noReply, nil:
-            // Not read within the timeout: ask again, covering everything unread.
-            if callers.users[peer] != nil, callers.ledger.receiptLost(from: peer) {
-                Log.debug("\(peer) does not read what it is sent; its calls are dropped until it does")
+            // Not answered within the timeout: not reading, or reading without answering.
+            let now = UInt64(MonotonicClock.microseconds())
+            if callers.users[peer] != nil, callers.ledger.receiptLost(from: peer, now: now) {
+                Log.debug("\(peer) did not answer a read receipt; its calls are dropped while it owes one")
                 askReceipt(from: peer)
+                scheduleServing()
             }
         case BusError.prefix + "LimitsExceeded":
             // Its queue in the bus is full (the bus answers at once): ask again once the timeout
             // of a receipt has passed, not in a loop.
-            guard callers.users[peer] != nil, callers.ledger.receiptLost(from: peer) else { return }
-            callers.retries[peer] = Sources.every(seconds: 30) { [unowned self] in
+            let now = UInt64(MonotonicClock.microseconds())
+            guard callers.users[peer] != nil, callers.ledger.receiptLost(from: peer, now: now) else { return }
+            callers.retries[peer] = Sources.every(seconds: 10) { [unowned self] in
                 self.callers.retries[peer] = nil
                 self.askReceipt(from: peer)
                 return false

@@ -22,8 +22,30 @@ extension BusConnection {
                            message: Self.errorMessage(error) ?? "no reply")
         }
         defer { dbus_message_unref(reply) }
+        answerReceipts()
         guard let values = MessageCodec.decodeBody(reply) else { throw .failed("reply holds file descriptors") }
         return values
+    }
+
+    /// Answers the `Peer.Ping`s queued at the head of the incoming queue, and nothing else:
+    /// a service asks them as read receipts, and a client that only makes blocking calls
+    /// never dispatches (so libdbus never answers them itself). Wraps
+    /// `dbus_connection_borrow_message` and `dbus_connection_steal_borrowed_message`.
+    package func answerReceipts() {
+        while let message = dbus_connection_borrow_message(raw) {
+            guard dbus_message_is_method_call(message, "org.freedesktop.DBus.Peer", "Ping") != 0 else {
+                return dbus_connection_return_message(raw, message)
+            }
+            dbus_connection_steal_borrowed_message(raw, message)
+            answerPing(message)
+        }
+    }
+
+    private func answerPing(_ message: OpaquePointer) {
+        defer { dbus_message_unref(message) }
+        guard let reply = dbus_message_new_method_return(message) else { return }
+        defer { dbus_message_unref(reply) }
+        send(reply)
     }
 }
 
@@ -53,6 +75,10 @@ extension BusConnection {
             }
             _ = dbus_connection_read_write(raw, -1)
             while let message = dbus_connection_pop_message(raw) {
+                if dbus_message_is_method_call(message, "org.freedesktop.DBus.Peer", "Ping") != 0 {
+                    answerPing(message)  // a read receipt (it unrefs the message)
+                    continue
+                }
                 let type = dbus_message_get_type(message)
                 if type == DBUS_MESSAGE_TYPE_METHOD_RETURN || type == DBUS_MESSAGE_TYPE_ERROR {
                     if outstanding.remove(dbus_message_get_reply_serial(message)) != nil,

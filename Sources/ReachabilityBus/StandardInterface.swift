@@ -49,7 +49,9 @@ enum StandardInterface: CaseIterable, Sendable {
     ]
 
     private static let introspectableMethods = [
-        Method(name: "Introspect", input: "", output: "s") { tree, call in [.string(tree.introspect(call.path, for: call.user))] },
+        Method(name: "Introspect", input: "", output: "s") { tree, call in
+            [.string(tree.introspect(call.path, for: call.user))]
+        },
     ]
 
     private static let objectManagerMethods = [
@@ -87,7 +89,9 @@ enum StandardInterface: CaseIterable, Sendable {
         }
         if interface.isEmpty { return (object, object.interfaces) }
         if let bound = object.interface(interface) { return (object, [bound]) }
-        if tree.standardInterfaces(at: call.path, for: call.user).contains(where: { $0.name == interface }) { return (object, nil) }
+        if tree.standardInterfaces(at: call.path, for: call.user).contains(where: { $0.name == interface }) {
+            return (object, nil)
+        }
         throw .unknownInterface("\(call.path.rawValue) has no interface \(interface)")
     }
 

@@ -16,9 +16,20 @@
 /// has more than `perUser` unread while a receipt is outstanding is *stalled*:
 /// it is not reading, and its further calls are dropped unanswered (an answer
 /// would only add to what it does not read).
+///
+/// Some peers read without ever answering: a client that makes blocking calls
+/// and never runs its library's dispatch (a script with no main loop) leaves
+/// the `Ping` in its own queue. A receipt that times out is therefore
+/// forgiven — the peer's unread bytes are written off — but each user's next
+/// forgiveness comes twice as late as its last (`forgivenessAfter`, doubling),
+/// until one of its peers answers a receipt. Such a client stalls for a while
+/// every `perUser` bytes; a peer that really does not read gains `perUser`
+/// bytes per forgiveness, so logarithmically in time.
 public struct OutputLedger: Sendable {
     public let receiptAfter: Int
     public let perUser: Int
+    /// The wait before a user's first forgiveness (µs); it doubles with each one.
+    public let forgivenessAfter: UInt64
 
     private struct Peer: Sendable {
         let user: UserID
@@ -29,11 +40,14 @@ public struct OutputLedger: Sendable {
 
     private var peers: [String: Peer] = [:]
     private var unreadByUser: [UserID: Int] = [:]
+    /// Per user: how many receipts were forgiven since one was answered, and when the next may be.
+    private var forgiveness: [UserID: (count: Int, next: UInt64)] = [:]
 
-    public init(receiptAfter: Int = 64 * 1024, perUser: Int = 1024 * 1024) {
+    public init(receiptAfter: Int = 64 * 1024, perUser: Int = 1024 * 1024, forgivenessAfter: UInt64 = 10_000_000) {
         precondition(receiptAfter > 0 && perUser >= receiptAfter, "the user's share must hold one receipt's worth")
         self.receiptAfter = receiptAfter
         self.perUser = perUser
+        self.forgivenessAfter = forgivenessAfter
     }
 
     /// Charges `bytes` sent to `peer`, a connection of `user`.
@@ -55,16 +69,26 @@ public struct OutputLedger: Sendable {
         entry.unread -= covered
         entry.covered = nil
         credit(entry.user, covered)
+        forgiveness[entry.user] = nil
         defer { peers[peer] = entry.unread == 0 ? nil : entry }
         guard entry.unread >= receiptAfter else { return false }
         entry.covered = entry.unread
         return true
     }
 
-    /// The receipt went unanswered (the call timed out): ask again, covering everything unread.
+    /// The receipt went unanswered at `now` (µs; the call timed out, or the bus refused
+    /// it): forgiven if its user's turn for forgiveness has come, else still outstanding.
+    /// Either way a new receipt is to be asked for, covering everything unread.
     /// - Returns: `true` when `peer` is still known (ask again).
-    public mutating func receiptLost(from peer: String) -> Bool {
+    public mutating func receiptLost(from peer: String, now: UInt64) -> Bool {
         guard var entry = peers[peer] else { return false }
+        let user = entry.user
+        let turn = forgiveness[user] ?? (0, 0)
+        if now >= turn.next {
+            credit(user, entry.unread)
+            entry.unread = 0
+            forgiveness[user] = (turn.count + 1, now + forgivenessAfter << min(turn.count, 40))
+        }
         entry.covered = entry.unread
         peers[peer] = entry
         return true

@@ -182,16 +182,41 @@ struct FairnessTests {
         #expect(!ledger.isStalled(":1.2"))
         // An unanswered receipt is asked again, covering everything.
         do {
-            let result = ledger.receiptLost(from: ":1.1")
-            #expect(result)
-        }
-        do {
-            let result = ledger.receiptLost(from: ":9.9")
+            let result = ledger.receiptLost(from: ":9.9", now: 0)
             #expect(!result)
         }
         ledger.forget(":1.1")
         #expect(!ledger.isBlocked(65534) && !ledger.isStalled(":1.1"))
         #expect(ledger.unread(by: 65534) == 10 && ledger.totalUnread == 10)
+    }
+
+    @Test("an unanswered receipt is forgiven, each time twice as late, until one is answered")
+    func forgiveness() {
+        var ledger = OutputLedger(receiptAfter: 100, perUser: 300, forgivenessAfter: 10)
+        func fill() {
+            _ = ledger.sent(400, to: ":1.1", user: 7)
+            _ = ledger.receiptLost(from: ":1.1", now: 0)  // (re)covers everything unread
+        }
+        _ = ledger.sent(400, to: ":1.1", user: 7)
+        #expect(ledger.isStalled(":1.1"))
+        _ = ledger.receiptLost(from: ":1.1", now: 100)
+        #expect(!ledger.isBlocked(7) && !ledger.isStalled(":1.1"), "the first is forgiven at once")
+        fill()
+        _ = ledger.receiptLost(from: ":1.1", now: 105)
+        #expect(ledger.isStalled(":1.1"), "the next not before 100 + 10")
+        _ = ledger.receiptLost(from: ":1.1", now: 110)
+        #expect(!ledger.isStalled(":1.1"))
+        fill()
+        _ = ledger.receiptLost(from: ":1.1", now: 125)
+        #expect(ledger.isStalled(":1.1"), "then not before 110 + 20")
+        _ = ledger.receiptLost(from: ":1.1", now: 130)
+        #expect(!ledger.isStalled(":1.1"))
+        // An answered receipt starts the doubling again.
+        _ = ledger.sent(150, to: ":1.1", user: 7)
+        _ = ledger.receiptArrived(from: ":1.1")
+        fill()
+        _ = ledger.receiptLost(from: ":1.1", now: 131)
+        #expect(!ledger.isStalled(":1.1"))
     }
 
     @Test("a receipt answered while more was sent asks again for the rest")
