@@ -27,17 +27,12 @@ extension BusConnection {
         return values
     }
 
-    /// Answers the `Peer.Ping`s queued at the head of the incoming queue, and nothing else:
-    /// a service asks them as read receipts, and a client that only makes blocking calls
-    /// never dispatches (so libdbus never answers them itself). Wraps
-    /// `dbus_connection_borrow_message` and `dbus_connection_steal_borrowed_message`.
+    /// Dispatches what arrived while a blocking call waited: libdbus answers `Peer.Ping`
+    /// (which a service asks as a read receipt) only when it dispatches, and a client that
+    /// only makes blocking calls would otherwise never answer. Wraps `dbus_connection_dispatch`.
     package func answerReceipts() {
-        while let message = dbus_connection_borrow_message(raw) {
-            guard dbus_message_is_method_call(message, "org.freedesktop.DBus.Peer", "Ping") != 0 else {
-                return dbus_connection_return_message(raw, message)
-            }
-            dbus_connection_steal_borrowed_message(raw, message)
-            answerPing(message)
+        while dbus_connection_get_dispatch_status(raw) == DBUS_DISPATCH_DATA_REMAINS {
+            dbus_connection_dispatch(raw)
         }
     }
 
