@@ -117,7 +117,7 @@ def main():
         print(f"machine: {os.cpu_count()} cores; {n} host targets, one client")
         print(f"WatchHost × {n}: {watched:.2f} s (8 calls in flight)")
         print(f"first 1,000 hosts answered: {first_1000:.2f} s; all {n}: {all_n:.2f} s")
-        print(f"peak lookups in flight: {max(peaks) if peaks else '?'} (the resolver's bound: 64)")
+        print(f"peak lookups in flight: {max(peaks) if peaks else '?'} (the resolver's bound: 8 in all, 4 for one user)")
         print(f"RSS with {n} host targets: {rss / 1024:.1f} MiB")
         print(f"StatusChanged sent after one carrier loss: {signals} for {n} targets")
         print("evaluations that followed (targets, evaluation ms, changed targets, announcing ms):")
