@@ -272,16 +272,18 @@ extension BusConnection {
         case BusError.noReply, nil:
             // Not answered within the timeout: not reading, or reading without answering.
             let now = UInt64(MonotonicClock.microseconds())
-            if callers.users[peer] != nil, callers.ledger.receiptLost(from: peer, now: now) {
+            guard callers.users[peer] != nil else { return }
+            if callers.ledger.receiptLost(from: peer, now: now) {
                 Log.debug("\(peer) did not answer a read receipt; its calls are dropped while it owes one")
                 askReceipt(from: peer)
-                scheduleServing()
             }
+            scheduleServing()
         case BusError.prefix + "LimitsExceeded":
             // Its queue in the bus is full (the bus answers at once): ask again once the timeout
             // of a receipt has passed, not in a loop.
             let now = UInt64(MonotonicClock.microseconds())
-            guard callers.users[peer] != nil, callers.ledger.receiptLost(from: peer, now: now) else { return }
+            guard callers.users[peer] != nil else { return }
+            guard callers.ledger.receiptLost(from: peer, now: now) else { return scheduleServing() }
             callers.retries[peer] = Sources.every(seconds: 10) { [unowned self] in
                 self.callers.retries[peer] = nil
                 self.askReceipt(from: peer)

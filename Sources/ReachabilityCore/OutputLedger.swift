@@ -78,20 +78,23 @@ public struct OutputLedger: Sendable {
 
     /// The receipt went unanswered at `now` (µs; the call timed out, or the bus refused
     /// it): forgiven if its user's turn for forgiveness has come, else still outstanding.
-    /// Either way a new receipt is to be asked for, covering everything unread.
-    /// - Returns: `true` when `peer` is still known (ask again).
+    /// - Returns: `true` when a new receipt is to be asked for, covering everything
+    ///   unread: the peer was not forgiven (it still owes one). A forgiven peer is
+    ///   asked again only once it has been sent `receiptAfter` more, so a client that
+    ///   never answers costs no wake-up while nothing is sent to it.
     public mutating func receiptLost(from peer: String, now: UInt64) -> Bool {
         guard var entry = peers[peer] else { return false }
         let user = entry.user
         let turn = forgiveness[user] ?? (0, 0)
-        if now >= turn.next {
-            credit(user, entry.unread)
-            entry.unread = 0
-            forgiveness[user] = (turn.count + 1, now + forgivenessAfter << min(turn.count, 40))
+        guard now >= turn.next else {
+            entry.covered = entry.unread
+            peers[peer] = entry
+            return true
         }
-        entry.covered = entry.unread
-        peers[peer] = entry
-        return true
+        credit(user, entry.unread)
+        forgiveness[user] = (turn.count + 1, now + forgivenessAfter << min(turn.count, 40))
+        peers[peer] = nil
+        return false
     }
 
     /// `peer` left the bus: nothing it had unread costs anybody any more.

@@ -1,0 +1,943 @@
+"""Hostile tenants: users of the machine who attack the service, and a user who only wants an answer.
+
+Shared by ``test_fairness.py`` (sized for a 2-core CI machine) and
+``Benchmarks/abuse.py`` (full size). Everything here runs the daemon as root
+on a private system bus with Debian's default system policy and the shipped
+policy file, in a network namespace with the kernel backend:
+
+* :class:`TenantLab` -- the namespace (a veth uplink ``ten0``: ``192.0.2.1/24``,
+  ``2001:db8:1::1/64``, a default route), the bus, the daemon, and
+  :class:`DnsServer`, a DNS server in the namespace that answers names under
+  ``fast.test`` at once (``192.0.2.10``, ``2001:db8:1::10``: on the uplink's
+  link), never answers names under ``never.test`` and answers anything else
+  with NXDOMAIN; it counts every query.
+* Programs run as other Unix users (``setpriv``), each its own process with
+  its own connections: :class:`Child` starts one of the roles at the bottom of
+  this file -- ``probe`` (the victim's latency probe: ``Peer.Ping`` and
+  ``Get(Status)`` of the root object, one at a time, 1 s timeout), ``tenant``
+  (a user driven call by call, recording every signal it receives),
+  ``flood`` (pipelined calls on many GDBus connections), ``nonreader``
+  (raw sockets that authenticate, say ``Hello``, write calls and never read)
+  and ``churn`` (short-lived clients).
+* :class:`Attack` -- what every attack measures: the probe's latencies, the
+  daemon's RSS (sampled) and CPU time, and the checks of the fairness goals.
+
+The children import this module and ``harness`` from a copy in the lab's
+directory (the checkout may not be readable by ``nobody``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Optional
+
+import harness
+from harness import (MANAGER_IFACE, OBJECT_MANAGER_IFACE, PEER_IFACE, PROPERTIES_IFACE, ROOT_PATH, SERVICE,
+                     TARGET_IFACE, DBusCallError, Gio, GLib, WaitTimeout)
+
+NOBODY = 65534
+VICTIM = 4242
+OTHER = 4343
+
+POLICY_FILE = harness.REPO / "dbus" / (SERVICE + ".conf")
+INTROSPECTABLE_IFACE = "org.freedesktop.DBus.Introspectable"
+TOO_MANY_TARGETS = SERVICE + ".Error.TooManyTargets"
+LIMITS_EXCEEDED = "org.freedesktop.DBus.Error.LimitsExceeded"
+UNKNOWN_OBJECT = "org.freedesktop.DBus.Error.UnknownObject"
+
+UPLINK = "ten0"
+UPLINK_V4, UPLINK_V6 = "192.0.2.1", "2001:db8:1::1"
+GATEWAY_V4 = "192.0.2.254"
+FAST_ZONE, NEVER_ZONE = "fast.test", "never.test"
+FAST_V4, FAST_V6 = "192.0.2.10", "2001:db8:1::10"
+
+# The goals every attack is held to (SPEC "Fair to every user"; README "Hostile tenants").
+CALL_TIMEOUT_S = 1.0
+P99_GOAL_MS = 100.0
+RSS_PEAK_GOAL_KIB = 32 * 1024
+RSS_AFTER_GOAL_KIB = 4 * 1024
+RSS_SETTLE_S = 20.0
+
+CLONE_NEWNET = 0x40000000
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+# --- the lab's DNS server ----------------------------------------------------------------------
+
+
+def _qname(packet: bytes) -> tuple:
+    """(name, qtype, end of the question) of a DNS query; raises ValueError when malformed."""
+    labels, i = [], 12
+    while True:
+        length = packet[i]
+        if length == 0:
+            i += 1
+            break
+        if length & 0xC0:
+            raise ValueError("compressed name in a question")
+        labels.append(packet[i + 1:i + 1 + length].decode("ascii", "replace"))
+        i += 1 + length
+    qtype, _qclass = struct.unpack("!HH", packet[i:i + 4])
+    return ".".join(labels).lower(), qtype, i + 4
+
+
+def dns_answer(packet: bytes) -> tuple:
+    """(zone, reply or None) for one query: ``fast`` answered, ``never`` dropped, ``other`` NXDOMAIN."""
+    try:
+        name, qtype, end = _qname(packet)
+    except (IndexError, ValueError, struct.error):
+        return "malformed", None
+    ident, = struct.unpack("!H", packet[:2])
+    question = packet[12:end]
+    if name == NEVER_ZONE or name.endswith("." + NEVER_ZONE):
+        return "never", None
+    records = b""
+    count = 0
+    rcode = 3  # NXDOMAIN
+    if name == FAST_ZONE or name.endswith("." + FAST_ZONE):
+        rcode = 0
+        if qtype == 1:
+            records = struct.pack("!HHHIH", 0xC00C, 1, 1, 60, 4) + socket.inet_pton(socket.AF_INET, FAST_V4)
+            count = 1
+        elif qtype == 28:
+            records = struct.pack("!HHHIH", 0xC00C, 28, 1, 60, 16) + socket.inet_pton(socket.AF_INET6, FAST_V6)
+            count = 1
+    flags = 0x8400 | 0x0100 | rcode  # response, authoritative, recursion desired echoed, rcode
+    header = struct.pack("!HHHHHH", ident, flags, 1, count, 0, 0)
+    return ("fast" if rcode == 0 else "other"), header + question + records
+
+
+class DnsServer:
+    """The DNS server of a namespace, on its 127.0.0.1:53 (UDP and TCP are not both needed:
+    glibc asks over UDP and our answers are small). A thread of this process, its socket
+    made in the namespace; ``queries`` holds ``(monotonic time, zone, name)`` of each query."""
+
+    def __init__(self, netns: str):
+        self.netns = netns
+        self.queries: list = []
+        self.lock = threading.Lock()
+        self.sock: Optional[socket.socket] = None
+        self.thread: Optional[threading.Thread] = None
+        self.stopping = False
+
+    def start(self) -> None:
+        with network_namespace(self.netns):
+            self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 53))
+        self.sock.settimeout(0.2)
+        self.thread = threading.Thread(target=self._serve, name=f"dns {self.netns}", daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stopping:
+            try:
+                packet, peer = self.sock.recvfrom(4096)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            zone, reply = dns_answer(packet)
+            try:
+                name = _qname(packet)[0]
+            except (IndexError, ValueError, struct.error):
+                name = "?"
+            with self.lock:
+                self.queries.append((time.monotonic(), zone, name))
+            if reply is not None:
+                with contextlib.suppress(OSError):
+                    self.sock.sendto(reply, peer)
+
+    def count(self, zone: Optional[str] = None, since: float = 0.0, until: float = float("inf"),
+              name_contains: str = "") -> int:
+        with self.lock:
+            return sum(1 for t, z, n in self.queries
+                       if since <= t <= until and (zone is None or z == zone) and name_contains in n)
+
+    def busiest_second(self, zone: str, since: float, until: float, name_contains: str = "") -> int:
+        """The most queries of ``zone`` within any one-second window between ``since`` and ``until``."""
+        with self.lock:
+            times = sorted(t for t, z, n in self.queries if z == zone and since <= t <= until and name_contains in n)
+        best, start = 0, 0
+        for end, t in enumerate(times):
+            while times[start] < t - 1.0:
+                start += 1
+            best = max(best, end - start + 1)
+        return best
+
+    def stop(self) -> None:
+        self.stopping = True
+        if self.sock is not None:
+            self.sock.close()
+        if self.thread is not None:
+            self.thread.join(2)
+
+
+@contextlib.contextmanager
+def network_namespace(name: str):
+    """The calling thread in the named network namespace for the body (sockets made there stay there)."""
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    target = os.open(f"/run/netns/{name}", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        if _LIBC.setns(target, CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"setns into {name}")
+        try:
+            yield
+        finally:
+            if _LIBC.setns(own, CLONE_NEWNET) != 0:
+                os.write(2, b"cannot return to the test's network namespace\n")
+                os._exit(70)
+    finally:
+        os.close(target)
+        os.close(own)
+
+
+# --- the lab -------------------------------------------------------------------------------------
+
+
+class ResolverDaemon(harness.Daemon):
+    """reachabilityd in the lab's namespace (``ip netns exec`` execs it: the PID is the daemon's),
+    with ``/etc/resolv.conf`` bind-mounted from the lab's in the mount namespace ``ip netns exec``
+    makes for it (the mount reaches nothing else)."""
+
+    def __init__(self, netns: str, resolver: Path, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.netns = netns
+        self.resolver = resolver
+
+    def argv(self) -> list:
+        return harness.Namespaces.exec_argv(self.netns) + [
+            "/bin/sh", "-c", 'mount --bind "$0" /etc/resolv.conf && exec "$@"', str(self.resolver),
+            str(self.binary)] + self.args
+
+
+class TenantLab(harness.Lab):
+    """A system bus with Debian's default policy and the shipped policy file, a namespace with a
+    veth uplink and the DNS server above, and (``start_daemon``) reachabilityd as root there with
+    the kernel backend. ``bus_limits`` adds ``<limit>`` elements to the bus's configuration."""
+
+    prefix = "reach-ten-"
+
+    def __init__(self, bus_limits: Optional[dict] = None):
+        super().__init__()
+        limits = "".join(f'  <limit name="{k}">{v}</limit>\n' for k, v in (bus_limits or {}).items())
+        self.bus.policy = harness.SYSTEM_POLICY
+        self.bus.extra_config = f"  <include>{POLICY_FILE}</include>\n{limits}"
+        self.namespaces = harness.Namespaces()
+        self.netns: Optional[str] = None
+        self.dns: Optional[DnsServer] = None
+        self.daemon_process: Optional[harness.Daemon] = None
+        self.children: list = []
+        self.resolver = self.directory / "resolv.conf"
+        self.tree = self.directory / "tree"
+
+    def start(self) -> "TenantLab":
+        self.start_bus()
+        ns = self.namespaces
+        self.netns = ns.create("ten")
+        # A veth pair whose far end stays in the namespace, unconfigured: an uplink with carrier.
+        ns.ip(self.netns, "link", "add", UPLINK, "type", "veth", "peer", "name", UPLINK + "p")
+        ns.ip(self.netns, "link", "set", UPLINK + "p", "up")
+        ns.sysctl(self.netns, f"net.ipv6.conf.{UPLINK}.accept_dad", "0")
+        ns.ip(self.netns, "addr", "add", f"{UPLINK_V4}/24", "dev", UPLINK)
+        ns.ip(self.netns, "addr", "add", f"{UPLINK_V6}/64", "dev", UPLINK, "nodad")
+        ns.ip(self.netns, "link", "set", UPLINK, "up")
+        ns.ip(self.netns, "route", "add", "default", "via", GATEWAY_V4, "dev", UPLINK)
+        self.dns = DnsServer(self.netns)
+        self.dns.start()
+        self.resolver.write_text("# written by the test: the lab's DNS server\nnameserver 127.0.0.1\n")
+        self.resolver.chmod(0o644)
+        # The children run as other users, from a copy of the files of the checkout they read
+        # (this module, the harness, the contract the harness takes the names from).
+        for source in (Path(__file__), Path(harness.__file__), harness.CONTRACT_XML):
+            copy = self.tree / source.relative_to(harness.REPO)
+            copy.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+            shutil.copyfile(source, copy)
+            copy.chmod(0o644)
+        return self
+
+    def new_daemon(self, log: Path, args: Optional[list]) -> harness.Daemon:
+        return ResolverDaemon(self.netns, self.resolver, self.bus.address, log, args=args)
+
+    def start_daemon(self, *extra: str) -> harness.Daemon:
+        """reachabilityd (root, kernel backend, ``extra`` arguments), once it owns its name and has
+        published its first answer for the internet (Status 2: the uplink has a default route)."""
+        args = ["--system", "--backend", "kernel"] + list(extra)
+        if not os.environ.get("REACH_TEST_QUIET"):
+            args.append("--verbose")
+        self.daemon_process = self.daemon(args=args)
+        harness.wait_until(lambda: self._status() == harness.STATUS_WIFI_ETHERNET, harness.START_TIMEOUT,
+                           "the internet target's first answer (Status 2)",
+                           lambda: f"  Status is {self._status()}", poll=0.05)
+        return self.daemon_process
+
+    def _status(self):
+        try:
+            return self.client.get(SERVICE, ROOT_PATH, TARGET_IFACE, "Status")
+        except DBusCallError:
+            return None
+
+    def child(self, uid: int, role: str, name: str, **params) -> "Child":
+        child = Child(self, uid, role, name, params)
+        self.children.append(child)
+        return child
+
+    def logs(self) -> list:
+        result = super().logs()
+        for child in self.children:
+            text = harness.tail(child.log, 60)
+            if text:
+                result.append((f"{child.name} (uid {child.uid}) stderr (tail)", text))
+        if self.dns is not None:
+            with self.dns.lock:
+                zones = {}
+                for _t, zone, _n in self.dns.queries:
+                    zones[zone] = zones.get(zone, 0) + 1
+            result.append(("DNS server", f"queries by zone: {zones}"))
+        result.append(("dbus-daemon log (tail)", harness.tail(self.bus.log, 60)))
+        return [(title, text) for title, text in result if text]
+
+    def services(self) -> list:
+        return list(self.children)
+
+    def release(self) -> None:
+        if self.dns is not None:
+            self.dns.stop()
+        self.namespaces.close()
+
+
+# --- processes of other users -----------------------------------------------------------------
+
+
+class Child:
+    """A role of this module run as ``uid`` (``setpriv``; root runs it directly), JSON lines on its
+    stdin and stdout, its stderr in a log file. Stopped by PID."""
+
+    def __init__(self, lab: TenantLab, uid: int, role: str, name: str, params: dict):
+        self.lab = lab
+        self.uid = uid
+        self.name = name
+        self.log = lab.directory / f"{name}.log"
+        params = dict(params, address=lab.bus.address)
+        here = lab.tree / Path(__file__).resolve().relative_to(harness.REPO).parent
+        code = (f"import sys; sys.path.insert(0, {str(here)!r}); import tenants; "
+                f"tenants.child_main()")
+        argv = ["/usr/bin/python3", "-c", code, role, json.dumps(params)]
+        if uid != 0:
+            argv = [harness.need_tool("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"] + argv
+        env = {"PATH": "/usr/bin:/bin", "HOME": "/", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
+        with open(self.log, "ab") as log:
+            self.popen = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                          env=env, bufsize=0, start_new_session=True)
+        self._buffer = b""
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def running(self) -> bool:
+        return self.popen.poll() is None
+
+    def read(self, what: str, timeout: float) -> dict:
+        """The next JSON line the child prints, within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        fd = self.popen.stdout.fileno()
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            ready = select.select([fd], [], [], max(0.0, remaining))[0] if remaining > 0 else []
+            chunk = os.read(fd, 1 << 20) if ready else None
+            if not chunk:
+                state = "exited with status %s" % self.popen.poll() if chunk == b"" else f"no answer in {timeout:.0f} s"
+                raise WaitTimeout(f"{self.name} (uid {self.uid}): waiting for {what}: {state}\n"
+                                  f"its stderr:\n{harness.tail(self.log, 40)}")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def send(self, message: dict) -> None:
+        self.popen.stdin.write((json.dumps(message) + "\n").encode())
+
+    def stop(self, timeout: float = 10.0) -> Optional[dict]:
+        """Ask it to finish (stdin closed); returns its last JSON line, if it printed one then."""
+        last = None
+        if self.running:
+            with contextlib.suppress(OSError):
+                self.popen.stdin.close()
+            with contextlib.suppress(WaitTimeout, ValueError):
+                last = self.read("its final report", timeout)
+        if self.popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.popen.pid, signal.SIGKILL)
+        self.popen.wait(timeout)
+        with contextlib.suppress(OSError):
+            self.popen.stdout.close()
+        return last
+
+    def kill(self) -> None:
+        """Gone at once, as a crashed client goes (SIGKILL by PID); waits for the exit."""
+        if self.popen.poll() is None:
+            os.kill(self.popen.pid, signal.SIGKILL)
+        self.popen.wait(10)
+
+
+class Tenant(Child):
+    """A user's program driven call by call (the ``tenant`` role): one GDBus connection, every
+    signal it receives recorded."""
+
+    def __init__(self, lab: TenantLab, uid: int, name: str):
+        super().__init__(lab, uid, "tenant", name, {})
+        self.unique_name = self.read("its connection", harness.START_TIMEOUT)["ready"]
+
+    def _do(self, op: dict, timeout: float = 30.0):
+        self.send(op)
+        answer = self.read(f"{op['op']} {op.get('member', '')}", timeout)
+        if "error" in answer:
+            raise DBusCallError(answer["error"], answer.get("message", ""))
+        return answer.get("ok")
+
+    def call(self, path: str, interface: str, member: str, signature: str = "", args: tuple = (),
+             timeout: float = 10.0):
+        """A method call of the service; the reply as a list, or :class:`DBusCallError`."""
+        return self._do({"op": "call", "path": path, "interface": interface, "member": member,
+                         "signature": signature, "args": list(args), "timeout": timeout}, timeout + 5)
+
+    def call_error(self, *args, **kwargs) -> Optional[str]:
+        """The error name a call gets (None when it succeeds)."""
+        try:
+            self.call(*args, **kwargs)
+        except DBusCallError as error:
+            return error.name
+        return None
+
+    def manager(self, member: str, signature: str = "", args: tuple = (), timeout: float = 10.0):
+        return self.call(ROOT_PATH, MANAGER_IFACE, member, signature, args, timeout)
+
+    def managed_objects(self) -> dict:
+        return self.call(ROOT_PATH, OBJECT_MANAGER_IFACE, "GetManagedObjects")[0]
+
+    def introspect(self, path: str) -> str:
+        return self.call(path, INTROSPECTABLE_IFACE, "Introspect")[0]
+
+    def signals(self) -> list:
+        """Every signal received so far: ``[{"sender", "path", "interface", "member", "args"}]``."""
+        return self._do({"op": "signals"})
+
+    def wait_signal(self, path: str, member: str, timeout: float = 15.0, args0=None) -> dict:
+        """Wait (bounded) for a signal ``member`` on ``path`` (its first argument ``args0`` if given)."""
+        return self._do({"op": "wait_signal", "path": path, "member": member, "args0": args0,
+                         "timeout": timeout}, timeout + 5)
+
+    def barrier(self) -> None:
+        """A Ping round trip to the service, then every signal it sent before answering is recorded."""
+        self.call(ROOT_PATH, PEER_IFACE, "Ping")
+
+
+# --- what every attack measures ---------------------------------------------------------------
+
+
+def rss_kib(pid: int) -> int:
+    """VmRSS of a process, in KiB (0 when it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time the process has used so far."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def percentile(values: list, p: float) -> float:
+    """Nearest-rank percentile (0 for no values)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+class RssSampler:
+    """Samples a process's VmRSS every ``interval`` seconds on a thread; ``peak`` is the highest."""
+
+    def __init__(self, pid: int, interval: float = 0.02):
+        self.pid = pid
+        self.interval = interval
+        self.peak = rss_kib(pid)
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rss sampler", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.peak = max(self.peak, rss_kib(self.pid))
+            self.samples += 1
+
+    def __enter__(self) -> "RssSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self._stop.set()
+        self._thread.join(2)
+        self.peak = max(self.peak, rss_kib(self.pid))
+
+
+class Probe:
+    """The victim's latency probe (the ``probe`` role as ``uid``): Ping and Get(Status) of the root
+    object in turn, one at a time, each with a 1 s timeout, ``interval`` seconds apart."""
+
+    def __init__(self, lab: TenantLab, uid: int = VICTIM, name: str = "probe", interval: float = 0.01):
+        self.child = lab.child(uid, "probe", name, interval=interval, timeout=CALL_TIMEOUT_S)
+        self.child.read("the probe's first answer", harness.START_TIMEOUT)
+        self.samples: list = []
+
+    def stop(self) -> list:
+        """Stop the probe; ``[[start time, call, ms, error or None]]`` (monotonic start times)."""
+        report = self.child.stop(timeout=30)
+        if report is None or "samples" not in report:
+            raise AssertionError(f"the probe gave no report:\n{harness.tail(self.child.log, 40)}")
+        self.samples = report["samples"]
+        return self.samples
+
+
+def latency_summary(samples: list, since: float = 0.0, until: float = float("inf")) -> dict:
+    chosen = [s for s in samples if since <= s[0] <= until]
+    times = [s[2] for s in chosen if s[3] is None]
+    failures = [s for s in chosen if s[3] is not None or s[2] > CALL_TIMEOUT_S * 1000]
+    return {"calls": len(chosen), "p50": percentile(times, 50), "p99": percentile(times, 99),
+            "max": max((s[2] for s in chosen), default=0.0), "failures": failures}
+
+
+class Attack:
+    """One attack's measurements, as a context manager around it::
+
+        with Attack(lab, "never-reading peers") as attack:
+            ...                    # start the attacker, wait for what it does
+            attack.attacker_gone() # the attacker has left (optional)
+        attack.check()             # the goals, one AssertionError naming every miss
+
+    On entry: the daemon's idle RSS and CPU time, the victim's probe started, RSS sampling.
+    On exit: the probe stopped and, after the attacker has gone, RSS allowed ``RSS_SETTLE_S``
+    seconds to come back within ``RSS_AFTER_GOAL_KIB`` of idle."""
+
+    def __init__(self, lab: TenantLab, name: str, probe_uid: int = VICTIM, settle: bool = True):
+        self.lab = lab
+        self.name = name
+        self.pid = lab.daemon_process.pid
+        self.probe_uid = probe_uid
+        self.settle = settle
+        self.idle_rss = 0
+        self.rss_after = 0
+        self.cpu_start = 0.0
+        self.cpu = 0.0
+        self.started = 0.0
+        self.ended = 0.0
+        self.gone_at: Optional[float] = None
+        self.samples: list = []
+        self.notes: list = []
+        self.sampler: Optional[RssSampler] = None
+        self.probe: Optional[Probe] = None
+
+    def __enter__(self) -> "Attack":
+        self.idle_rss = rss_kib(self.pid)
+        self.cpu_start = cpu_seconds(self.pid)
+        self.sampler = RssSampler(self.pid).__enter__()
+        self.probe = Probe(self.lab, self.probe_uid, name=f"probe-{len(self.lab.children)}")
+        self.started = time.monotonic()
+        return self
+
+    def attacker_gone(self) -> None:
+        self.gone_at = time.monotonic()
+
+    def __exit__(self, *exc) -> None:
+        self.ended = time.monotonic()
+        try:
+            self.samples = self.probe.stop()
+        finally:
+            self.sampler.__exit__()
+        self.cpu = cpu_seconds(self.pid) - self.cpu_start
+        if self.settle and exc[0] is None:
+            self.rss_after = self.wait_rss_settled()
+
+    def wait_rss_settled(self) -> int:
+        """RSS once within the goal of idle (or when ``RSS_SETTLE_S`` passed): nothing announces
+        that memory went back, so it is read every 0.2 s, bounded."""
+        deadline = time.monotonic() + RSS_SETTLE_S
+        while True:
+            now = rss_kib(self.pid)
+            if now <= self.idle_rss + RSS_AFTER_GOAL_KIB or time.monotonic() > deadline:
+                return now
+            time.sleep(0.2)
+
+    @property
+    def latency(self) -> dict:
+        return latency_summary(self.samples)
+
+    def first_stall(self) -> Optional[float]:
+        """Seconds from the start of the attack to the first victim call that failed or took over 1 s."""
+        for start, _call, ms, error in self.samples:
+            if error is not None or ms > CALL_TIMEOUT_S * 1000:
+                return start - self.started
+        return None
+
+    def row(self) -> dict:
+        lat = self.latency
+        return {"attack": self.name, "calls": lat["calls"], "p50": lat["p50"], "p99": lat["p99"], "max": lat["max"],
+                "failed": len(lat["failures"]), "rss_idle": self.idle_rss, "rss_peak": self.sampler.peak,
+                "rss_after": self.rss_after, "cpu": self.cpu, "stall": self.first_stall()}
+
+    def summary(self) -> str:
+        r = self.row()
+        stall = "never" if r["stall"] is None else f"after {r['stall']:.1f} s"
+        text = (f"{self.name}: victim {r['calls']} calls, p50 {r['p50']:.1f} ms, p99 {r['p99']:.1f} ms, "
+                f"max {r['max']:.1f} ms, {r['failed']} failed (first stall: {stall}); daemon RSS idle "
+                f"{r['rss_idle'] / 1024:.1f} MiB, peak {r['rss_peak'] / 1024:.1f} MiB, after "
+                f"{r['rss_after'] / 1024:.1f} MiB; CPU {r['cpu']:.2f} s")
+        return "\n  ".join([text] + self.notes)
+
+    def problems(self, p99_goal: float = P99_GOAL_MS) -> list:
+        r, lat = self.row(), self.latency
+        found = []
+        if not self.lab.daemon_process.running:
+            found.append(f"the daemon exited (status {self.lab.daemon_process.returncode})")
+        if r["calls"] < 20:
+            found.append(f"the victim's probe made only {r['calls']} calls")
+        if lat["failures"]:
+            shown = "; ".join(f"{s[1]} at +{s[0] - self.started:.2f} s: {s[3] or 'took'} ({s[2]:.0f} ms)"
+                              for s in lat["failures"][:5])
+            found.append(f"{len(lat['failures'])} of the victim's calls failed or took over "
+                         f"{CALL_TIMEOUT_S:.0f} s: {shown}")
+        if r["p99"] > p99_goal:
+            found.append(f"the victim's p99 is {r['p99']:.1f} ms (goal {p99_goal:.0f} ms)")
+        if r["rss_peak"] > r["rss_idle"] + RSS_PEAK_GOAL_KIB:
+            found.append(f"the daemon's RSS peaked at {r['rss_peak']} KiB, idle {r['rss_idle']} KiB "
+                         f"(goal: at most {RSS_PEAK_GOAL_KIB} KiB more)")
+        if self.settle and r["rss_after"] > r["rss_idle"] + RSS_AFTER_GOAL_KIB:
+            found.append(f"{RSS_SETTLE_S:.0f} s after the attack the daemon's RSS is {r['rss_after']} KiB, "
+                         f"idle {r['rss_idle']} KiB (goal: within {RSS_AFTER_GOAL_KIB} KiB)")
+        return found
+
+    def check(self, p99_goal: float = P99_GOAL_MS) -> None:
+        found = self.problems(p99_goal)
+        assert not found, f"{self.name}: " + "\n  ".join(found) + "\n" + self.summary()
+
+
+# --- attackers, started from the parent ---------------------------------------------------------
+
+
+def flood(lab: TenantLab, uid: int, name: str, kind: str, connections: int, calls: int, window: int = 16,
+          hold: bool = True, **extra) -> Child:
+    """Start the ``flood`` role: ``connections`` GDBus connections each making ``calls`` calls of
+    ``kind`` (see ``_flood_call``), ``window`` in flight on each. With ``hold`` it keeps its
+    connections (and what they hold) after the last answer, until stopped."""
+    return lab.child(uid, "flood", name, kind=kind, connections=connections, calls=calls, window=window,
+                     hold=hold, **extra)
+
+
+def flood_result(child: Child, timeout: float) -> dict:
+    """The flood's report once every call was answered: ``{"errors": {name: count}, "seconds": s}``."""
+    child.read("the flood's connections", harness.START_TIMEOUT)
+    return child.read("every call of the flood answered", timeout)
+
+
+def nonreader(lab: TenantLab, uid: int, name: str, connections: int, calls: int, member: str = "Introspect",
+              path: str = ROOT_PATH) -> Child:
+    return lab.child(uid, "nonreader", name, connections=connections, calls=calls, member=member, path=path)
+
+
+# === the roles, run in the children ===================================================================
+
+
+def _connect(address: str):
+    flags = Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION
+    conn = Gio.DBusConnection.new_for_address_sync(address, flags, None, None)
+    conn.set_exit_on_close(False)
+    return conn
+
+
+def _error_name(error) -> str:
+    return Gio.DBusError.get_remote_error(error) or f"local:{error.domain}:{error.code}:{error.message}"
+
+
+def _out(obj) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def _stdin_closed(timeout: float) -> bool:
+    """Whether the parent closed our stdin (or wrote a line), waiting at most ``timeout``."""
+    return bool(select.select([sys.stdin], [], [], timeout)[0])
+
+
+def _plain(value):
+    """A reply's unpacked value as JSON can carry it (bytes as lists)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, bytes):
+        return list(value)
+    if isinstance(value, GLib.Variant):
+        return _plain(value.unpack())
+    return value
+
+
+def role_probe(p: dict) -> None:
+    conn = _connect(p["address"])
+    timeout_ms = int(p["timeout"] * 1000)
+    calls = [("Ping", PEER_IFACE, "Ping", None),
+             ("Get", PROPERTIES_IFACE, "Get", GLib.Variant("(ss)", (TARGET_IFACE, "Status")))]
+    samples = []
+    conn.call_sync(SERVICE, ROOT_PATH, PEER_IFACE, "Ping", None, None, Gio.DBusCallFlags.NO_AUTO_START,
+                   10000, None)
+    _out({"ready": conn.get_unique_name()})
+    i = 0
+    while not _stdin_closed(p["interval"]):
+        label, interface, member, args = calls[i % 2]
+        i += 1
+        start = time.monotonic()
+        error = None
+        try:
+            conn.call_sync(SERVICE, ROOT_PATH, interface, member, args, None, Gio.DBusCallFlags.NO_AUTO_START,
+                           timeout_ms, None)
+        except GLib.Error as failure:
+            error = _error_name(failure)
+        samples.append([start, label, (time.monotonic() - start) * 1000, error])
+    _out({"samples": samples})
+
+
+def role_tenant(_p: dict) -> None:
+    conn = _connect(_p["address"])
+    received = []
+    context = GLib.MainContext.default()
+
+    def on_signal(_conn, sender, path, interface, member, params):
+        received.append({"sender": sender, "path": path, "interface": interface, "member": member,
+                         "args": _plain(params.unpack()) if params is not None else []})
+
+    conn.signal_subscribe(None, None, None, None, None, Gio.DBusSignalFlags.NONE, on_signal)
+    _out({"ready": conn.get_unique_name()})
+    for line in sys.stdin:
+        op = json.loads(line)
+        while context.pending():
+            context.iteration(False)
+        try:
+            if op["op"] == "call":
+                args = GLib.Variant(f"({op['signature']})", tuple(op["args"])) if op["signature"] else None
+                reply = conn.call_sync(SERVICE, op["path"], op["interface"], op["member"], args, None,
+                                       Gio.DBusCallFlags.NO_AUTO_START, int(op["timeout"] * 1000), None)
+                _out({"ok": _plain(reply.unpack()) if reply is not None else []})
+            elif op["op"] == "signals":
+                _out({"ok": received})
+            elif op["op"] == "wait_signal":
+                deadline = time.monotonic() + op["timeout"]
+
+                def found():
+                    return next((s for s in received if s["path"] == op["path"] and s["member"] == op["member"]
+                                 and (op["args0"] is None or (s["args"] and s["args"][0] == op["args0"]))), None)
+                while found() is None and time.monotonic() < deadline:
+                    source = GLib.timeout_source_new(50)
+                    source.set_callback(lambda *_: False)
+                    source.attach(context)
+                    context.iteration(True)
+                    source.destroy()
+                hit = found()
+                if hit is None:
+                    _out({"error": "test.Timeout", "message": f"no {op['member']} on {op['path']} within "
+                          f"{op['timeout']} s; received: {received[-20:]}"})
+                else:
+                    _out({"ok": hit})
+        except GLib.Error as failure:
+            _out({"error": _error_name(failure), "message": failure.message})
+        while context.pending():
+            context.iteration(False)
+
+
+def _flood_call(kind: str, c: int, i: int, p: dict) -> tuple:
+    """(path, interface, member, signature, args) of call ``i`` on connection ``c``."""
+    tag = p.get("tag", "")
+    if kind == "watch_address":
+        return ROOT_PATH, MANAGER_IFACE, "WatchAddress", "(s)", (f"2001:db8:{p.get('base', 0) + c:x}::{i + 1:x}",)
+    if kind == "watch_host":
+        return ROOT_PATH, MANAGER_IFACE, "WatchHost", "(s)", (f"h{tag}{c}-{i}.{p.get('zone', FAST_ZONE)}",)
+    if kind == "query":
+        return ROOT_PATH, MANAGER_IFACE, "Query", "(s)", (f"q{tag}{c}-{i}.{p.get('zone', NEVER_ZONE)}",)
+    if kind == "refresh":
+        return p["path"], TARGET_IFACE, "Refresh", "", ()
+    if kind == "managed_objects":
+        return ROOT_PATH, OBJECT_MANAGER_IFACE, "GetManagedObjects", "", ()
+    if kind == "introspect":
+        return p.get("path", ROOT_PATH), INTROSPECTABLE_IFACE, "Introspect", "", ()
+    raise ValueError(kind)
+
+
+def role_flood(p: dict) -> None:
+    conns = [_connect(p["address"]) for _ in range(p["connections"])]
+    _out({"connected": len(conns)})
+    loop = GLib.MainLoop()
+    errors: dict = {}
+    state = {"pending": 0, "sent": [0] * len(conns)}
+    started = time.monotonic()
+    total = p["calls"]
+    duration = p.get("seconds")  # with a duration: keep sending (calls per connection ignored) until then
+
+    def more(c: int) -> bool:
+        if duration is not None:
+            return time.monotonic() - started < duration
+        return state["sent"][c] < total
+
+    def send(c: int) -> None:
+        path, interface, member, signature, args = _flood_call(p["kind"], c, state["sent"][c], p)
+        state["sent"][c] += 1
+        state["pending"] += 1
+        conns[c].call(SERVICE, path, interface, member, GLib.Variant(signature, args) if signature else None,
+                      None, Gio.DBusCallFlags.NO_AUTO_START, int(p.get("timeout", 120) * 1000), None, done, c)
+
+    def done(conn, result, c):
+        try:
+            conn.call_finish(result)
+            name = "ok"
+        except GLib.Error as failure:
+            name = _error_name(failure)
+        errors[name] = errors.get(name, 0) + 1
+        state["pending"] -= 1
+        if more(c):
+            send(c)
+        elif state["pending"] == 0:
+            loop.quit()
+
+    for c in range(len(conns)):
+        for _ in range(p["window"]):
+            if more(c):
+                send(c)
+    if state["pending"]:
+        loop.run()
+    _out({"errors": errors, "seconds": time.monotonic() - started, "sent": sum(state["sent"])})
+    if p.get("hold"):
+        _stdin_closed(None)
+    for conn in conns:
+        with contextlib.suppress(GLib.Error):
+            conn.close_sync(None)
+
+
+def _auth_and_hello(address: str) -> socket.socket:
+    """A bus connection made by hand: EXTERNAL authentication, BEGIN, Hello written (not read)."""
+    path = address.split("path=", 1)[1].split(",", 1)[0]
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(path)
+    sock.sendall(b"\0AUTH EXTERNAL " + str(os.getuid()).encode().hex().encode() + b"\r\n")
+    answer = b""
+    while b"\r\n" not in answer:
+        chunk = sock.recv(256)
+        if not chunk:
+            raise OSError("the bus closed the connection during authentication")
+        answer += chunk
+    if not answer.startswith(b"OK "):
+        raise OSError(f"authentication refused: {answer!r}")
+    sock.sendall(b"BEGIN\r\n")
+    sock.sendall(_blob("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "Hello", 1))
+    return sock
+
+
+def _blob(destination: str, path: str, interface: str, member: str, serial: int) -> bytes:
+    message = Gio.DBusMessage.new_method_call(destination, path, interface, member)
+    message.set_serial(serial)
+    return message.to_blob(Gio.DBusCapabilityFlags.NONE)
+
+
+def _unread(sock: socket.socket) -> int:
+    """Bytes waiting in a socket's receive queue (SIOCINQ)."""
+    import fcntl  # pylint: disable=import-outside-toplevel
+    import termios  # pylint: disable=import-outside-toplevel
+    return struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0]
+
+
+def role_nonreader(p: dict) -> None:
+    """Connections that write ``calls`` calls each and never read a byte after authenticating.
+    Prints ``{"sent": calls fully written, ...}``, then on each line of stdin
+    ``{"unread": bytes in our receive queues}`` (growing: the bus wrote to us, we do not read);
+    exits (closing every socket) when stdin closes."""
+    interface = {"Introspect": INTROSPECTABLE_IFACE, "GetManagedObjects": OBJECT_MANAGER_IFACE}[p["member"]]
+    socks = [_auth_and_hello(p["address"]) for _ in range(p["connections"])]
+    payloads = [b"".join(_blob(SERVICE, p["path"], interface, p["member"], serial + 2) for serial in range(p["calls"]))
+                for _ in socks]
+    for sock in socks:
+        sock.setblocking(False)
+    written = [0] * len(socks)
+    deadline = time.monotonic() + p.get("write_timeout", 30)
+    while time.monotonic() < deadline and any(w < len(d) for w, d in zip(written, payloads)):
+        for n, sock in enumerate(socks):
+            if written[n] < len(payloads[n]):
+                with contextlib.suppress(BlockingIOError):
+                    written[n] += sock.send(payloads[n][written[n]:])
+        if any(w < len(d) for w, d in zip(written, payloads)):
+            select.select([], [s for s, w, d in zip(socks, written, payloads) if w < len(d)], [], 0.1)
+    per_call = len(payloads[0]) // max(1, p["calls"])
+    _out({"sent": sum(w // per_call for w in written), "bytes": sum(written),
+          "complete": all(w == len(d) for w, d in zip(written, payloads))})
+    for _line in sys.stdin:
+        _out({"unread": sum(_unread(s) for s in socks), "connections": len(socks)})
+    for sock in socks:
+        sock.close()
+
+
+def role_churn(p: dict) -> None:
+    """``clients`` clients one after another: each connects, WatchHost ``hosts`` names and WatchPath
+    (pipelined), then disconnects without Release."""
+    errors: dict = {}
+    started = time.monotonic()
+    loop = GLib.MainLoop()
+    for n in range(p["clients"]):
+        conn = _connect(p["address"])
+        pending = {"n": 0}
+
+        def done(c, result, _data):
+            try:
+                c.call_finish(result)
+                name = "ok"
+            except GLib.Error as failure:
+                name = _error_name(failure)
+            errors[name] = errors.get(name, 0) + 1
+            pending["n"] -= 1
+            if pending["n"] == 0:
+                loop.quit()
+
+        calls = [("WatchHost", GLib.Variant("(s)", (f"c{(n * p['hosts'] + k) % p['names']}.{FAST_ZONE}",)))
+                 for k in range(p["hosts"])] + [("WatchPath", None)]
+        for member, args in calls:
+            pending["n"] += 1
+            conn.call(SERVICE, ROOT_PATH, MANAGER_IFACE, member, args, None, Gio.DBusCallFlags.NO_AUTO_START,
+                      30000, None, done, None)
+        loop.run()
+        conn.close_sync(None)
+    _out({"errors": errors, "seconds": time.monotonic() - started})
+
+
+ROLES = {"probe": role_probe, "tenant": role_tenant, "flood": role_flood, "nonreader": role_nonreader,
+         "churn": role_churn}
+
+
+def child_main() -> None:
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    role, params = sys.argv[1], json.loads(sys.argv[2])
+    ROLES[role](params)
