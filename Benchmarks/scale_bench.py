@@ -54,6 +54,7 @@ def main():
         lab.dnsmasq.start()
 
         daemon = lab.daemon(args=["--system", "--verbose", "--max-targets-per-client", str(n + 10),
+                                  "--max-targets-per-user", str(n + 10),
                                   "--max-targets", str(n + 10)])
         client = lab.client
         answered = {}
