@@ -128,22 +128,18 @@ extension BusConnection {
             try callers.queue.enqueue(call, user: user, cost: call.cost)
             callers.peakQueued = max(callers.peakQueued, callers.queue.count)
         } catch {
-            // A user whose peers do not read gets no answers it would not read either.
-            if callers.ledger.isBlocked(user) { return callers.drop(call) }
+            // Told why: it may well read (a peer that does not is stalled and never gets here).
             return callers.refuse(call, "\(error); try again once the answers already sent have been read")
         }
         scheduleServing()
     }
 
-    /// Whether a call from `sender` is to be dropped before it is even decoded: the
-    /// sender is not reading, or its user's peers do not read and its share of the
-    /// queue is full.
+    /// Whether a call from `sender` is to be dropped before it is even decoded: the sender
+    /// is not reading (its read receipt is overdue).
     func shouldDropUnread(from sender: String) -> Bool {
-        guard let user = callers.users[sender] else { return false }
-        let drop = callers.ledger.isStalled(sender)
-            || (callers.ledger.isBlocked(user) && callers.queue.count(of: user) >= callers.limits.queue.perUserItems)
-        if drop { callers.countDrop() }
-        return drop
+        guard callers.ledger.isStalled(sender) else { return false }
+        callers.countDrop()
+        return true
     }
 
     func scheduleServing() {
@@ -161,7 +157,7 @@ extension BusConnection {
             let ledger = callers.ledger
             guard let (_, call) = callers.queue.next(where: { !ledger.isBlocked($0) }) else {
                 // A queue that has drained after a flood held memory worth giving back.
-                if callers.queue.isEmpty && callers.peakQueued >= 1024 {
+                if callers.queue.isEmpty && callers.peakQueued >= 128 {
                     callers.peakQueued = 0
                     Memory.trimSoon()
                 }
@@ -202,7 +198,8 @@ extension BusConnection {
 
     private func forget(_ caller: String) {
         callers.users[caller] = nil
-        callers.ledger.forget(caller)
+        // What it left unread was freed with its messages: worth giving back after a flood.
+        if callers.ledger.forget(caller) >= callers.limits.receiptAfter { Memory.trimSoon() }
         callers.retries[caller] = nil
         if let calls = callers.unidentified.removeValue(forKey: caller) {
             callers.unidentifiedCount -= calls.count
@@ -219,14 +216,12 @@ extension BusConnection {
     /// about `size` bytes to the destination's account until it reads them.
     func send(_ message: OpaquePointer, to destination: String?, size: Int) {
         send(message)
-        guard callers.receiptsAllowed, let destination, let user = callers.users[destination],
-            callers.ledger.sent(size, to: destination, user: user)
-        else { return }
-        askReceipt(from: destination)
+        guard callers.receiptsAllowed, let destination, let user = callers.users[destination] else { return }
+        for peer in callers.ledger.sent(size, to: destination, user: user) { askReceipt(from: peer) }
     }
 
     /// How long a read receipt is waited for (ms): a peer that reads answers in microseconds.
-    static let receiptTimeout: Int32 = 10_000
+    static let receiptTimeout: Int32 = 2_000
 
     /// Sends `peer` a `Peer.Ping`: its answer (any answer from the peer itself) means it
     /// has read everything sent to it before. Wraps `dbus_connection_send_with_reply`.
@@ -253,8 +248,11 @@ extension BusConnection {
         let isError = reply.map { dbus_message_get_type($0) == DBUS_MESSAGE_TYPE_ERROR } ?? true
         let from = reply.flatMap(Self.sender(of:))
         if !isError || from == peer {
-            // The peer answered (an error from the peer itself counts: it read the Ping).
+            // The peer answered (an error from the peer itself counts: it read the Ping); what it
+            // read has been written and freed, which after a large reply is worth giving back.
+            let before = callers.ledger.unread(by: callers.users[peer] ?? 0)
             if callers.ledger.receiptArrived(from: peer) { askReceipt(from: peer) }
+            if before - callers.ledger.unread(by: callers.users[peer] ?? 0) >= 256 * 1024 { Memory.trimSoon() }
             scheduleServing()
             return
         }

@@ -12,10 +12,11 @@
 /// So each peer's unread bytes grow with every reply, error or unicast signal
 /// sent to it; when they pass `receiptAfter`, a receipt is asked for, and its
 /// answer takes off what it covers. A user whose peers have more than `perUser`
-/// unread is *blocked*: its calls wait until a receipt comes. A peer that alone
-/// has more than `perUser` unread while a receipt is outstanding is *stalled*:
-/// it is not reading, and its further calls are dropped unanswered (an answer
-/// would only add to what it does not read).
+/// unread is *blocked*: its calls wait until a receipt comes, and every one of
+/// its peers with anything unread is asked for one (many connections with a
+/// little each add up too). A peer whose receipt went unanswered for the
+/// receipt's timeout is *stalled*: it is not reading, and its further calls
+/// are dropped unanswered (an answer would only add to what it does not read).
 ///
 /// Some peers read without ever answering: a client that makes blocking calls
 /// and never runs its library's dispatch (a script with no main loop) leaves
@@ -36,14 +37,17 @@ public struct OutputLedger: Sendable {
         var unread = 0
         /// The unread bytes the receipt in flight covers; `nil` when none is.
         var covered: Int?
+        /// Whether the receipt in flight is overdue (it timed out and was not forgiven).
+        var overdue = false
     }
 
     private var peers: [String: Peer] = [:]
+    private var peersByUser: [UserID: Set<String>] = [:]
     private var unreadByUser: [UserID: Int] = [:]
     /// Per user: how many receipts were forgiven since one was answered, and when the next may be.
     private var forgiveness: [UserID: (count: Int, next: UInt64)] = [:]
 
-    public init(receiptAfter: Int = 64 * 1024, perUser: Int = 1024 * 1024, forgivenessAfter: UInt64 = 10_000_000) {
+    public init(receiptAfter: Int = 64 * 1024, perUser: Int = 1024 * 1024, forgivenessAfter: UInt64 = 2_000_000) {
         precondition(receiptAfter > 0 && perUser >= receiptAfter, "the user's share must hold one receipt's worth")
         self.receiptAfter = receiptAfter
         self.perUser = perUser
@@ -51,14 +55,27 @@ public struct OutputLedger: Sendable {
     }
 
     /// Charges `bytes` sent to `peer`, a connection of `user`.
-    /// - Returns: `true` when a receipt should be asked for now.
-    public mutating func sent(_ bytes: Int, to peer: String, user: UserID) -> Bool {
-        var entry = peers[peer] ?? Peer(user: user)
-        entry.unread += bytes
-        unreadByUser[entry.user, default: 0] += bytes
-        defer { peers[peer] = entry }
-        guard entry.covered == nil, entry.unread >= receiptAfter else { return false }
-        entry.covered = entry.unread
+    /// - Returns: the peers to ask for a receipt now: `peer` once it has `receiptAfter`
+    ///   unread, and every peer of a user that has just become blocked.
+    public mutating func sent(_ bytes: Int, to peer: String, user: UserID) -> [String] {
+        let wasBlocked = isBlocked(user)
+        if peers[peer] == nil {
+            peers[peer] = Peer(user: user)
+            peersByUser[user, default: []].insert(peer)
+        }
+        let owner = peers[peer]!.user
+        peers[peer]!.unread += bytes
+        unreadByUser[owner, default: 0] += bytes
+        if !wasBlocked && isBlocked(owner) {
+            return peersByUser[owner, default: []].filter { ask($0, atLeast: 1) }
+        }
+        return ask(peer, atLeast: receiptAfter) ? [peer] : []
+    }
+
+    /// Marks a receipt as asked for from `peer` if it has none in flight and `atLeast` unread.
+    private mutating func ask(_ peer: String, atLeast bytes: Int) -> Bool {
+        guard let entry = peers[peer], entry.covered == nil, entry.unread >= bytes else { return false }
+        peers[peer]!.covered = entry.unread
         return true
     }
 
@@ -68,12 +85,15 @@ public struct OutputLedger: Sendable {
         guard var entry = peers[peer], let covered = entry.covered else { return false }
         entry.unread -= covered
         entry.covered = nil
+        entry.overdue = false
         credit(entry.user, covered)
         forgiveness[entry.user] = nil
-        defer { peers[peer] = entry.unread == 0 ? nil : entry }
-        guard entry.unread >= receiptAfter else { return false }
-        entry.covered = entry.unread
-        return true
+        guard entry.unread > 0 else {
+            remove(peer, of: entry.user)
+            return false
+        }
+        peers[peer] = entry
+        return ask(peer, atLeast: isBlocked(entry.user) ? 1 : receiptAfter)
     }
 
     /// The receipt went unanswered at `now` (µs; the call timed out, or the bus refused
@@ -88,29 +108,42 @@ public struct OutputLedger: Sendable {
         let turn = forgiveness[user] ?? (0, 0)
         guard now >= turn.next else {
             entry.covered = entry.unread
+            entry.overdue = true
             peers[peer] = entry
             return true
         }
         credit(user, entry.unread)
         forgiveness[user] = (turn.count + 1, now + forgivenessAfter << min(turn.count, 40))
-        peers[peer] = nil
+        remove(peer, of: user)
         return false
     }
 
     /// `peer` left the bus: nothing it had unread costs anybody any more.
-    public mutating func forget(_ peer: String) {
-        guard let entry = peers.removeValue(forKey: peer) else { return }
+    /// - Returns: the bytes it had not read.
+    @discardableResult
+    public mutating func forget(_ peer: String) -> Int {
+        guard let entry = peers[peer] else { return 0 }
+        remove(peer, of: entry.user)
         credit(entry.user, entry.unread)
+        return entry.unread
+    }
+
+    private mutating func remove(_ peer: String, of user: UserID) {
+        peers[peer] = nil
+        peersByUser[user]?.remove(peer)
+        if peersByUser[user]?.isEmpty == true { peersByUser[user] = nil }
     }
 
     /// Whether `user`'s calls must wait: its peers have more than its share unread.
     public func isBlocked(_ user: UserID) -> Bool { (unreadByUser[user] ?? 0) > perUser }
 
-    /// Whether `peer` is not reading: alone over a user's share, with a receipt outstanding.
-    public func isStalled(_ peer: String) -> Bool {
-        guard let entry = peers[peer] else { return false }
-        return entry.covered != nil && entry.unread > perUser
-    }
+    /// Whether `peer` is not reading: its receipt went unanswered for the receipt's timeout,
+    /// and was not forgiven.
+    public func isStalled(_ peer: String) -> Bool { peers[peer]?.overdue ?? false }
+
+    /// Whether `peer` has a receipt outstanding (it has been sent `receiptAfter` since it last
+    /// showed it reads).
+    public func owesReceipt(_ peer: String) -> Bool { peers[peer]?.covered != nil }
 
     /// Bytes `user`'s peers may not have read yet.
     public func unread(by user: UserID) -> Int { unreadByUser[user] ?? 0 }

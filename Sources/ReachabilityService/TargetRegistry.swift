@@ -38,6 +38,12 @@ final class TargetRegistry {
 
     /// The number of host targets (kept, not counted: it is asked on every change).
     private(set) var hostCount = 0
+    /// Targets whose last holder left, to be removed a batch at a time from `orphansHead` on.
+    private var orphans: [TargetKey] = []
+    private var orphansHead = 0
+    private var removals: SourceHandle?
+    /// The most targets watched at once since memory was last given back.
+    private var peak = 0
 
     /// The object watching `input`, if any (for `Query`'s fast path).
     func object(for input: TargetInput) -> TargetObject? { objects[input.key] }
@@ -50,13 +56,14 @@ final class TargetRegistry {
     func watch(_ input: TargetInput, client: String, user: UserID) throws(BusError) -> ObjectPath {
         let key = input.key
         let wasHolder = holders.holders(of: key).contains(client)
-        let isFirst: Bool
         do {
-            isFirst = try holders.hold(key, client: client, user: user)
+            // Whether it is the first holder does not matter: the object may still exist (its
+            // last holder left and it waits for its removal).
+            _ = try holders.hold(key, client: client, user: user)
         } catch {
             throw ServiceError.tooManyTargets(error.message)
         }
-        if isFirst || objects[key] == nil {
+        if objects[key] == nil {
             let target = WatchedTarget(input)
             target.owner = user
             let object = TargetObject(target, requests: requests)
@@ -67,8 +74,10 @@ final class TargetRegistry {
             onCreated?(object)
             object.exported = connection.export(object, at: key.path, interfaces: [TargetObject.interface],
                                                 audience: Holders(registry: self, key: key))
+            peak = max(peak, objects.count)
             onAdded?(object)
         } else if !wasHolder {
+            // Shared, or held again before its removal after its last holder left: it stays.
             connection.announceAdded(key.path, to: [client])
         }
         return key.path
@@ -82,17 +91,50 @@ final class TargetRegistry {
         }
         if isLast {
             remove(key, announcingTo: [client])
+            compactAfterPeak()
         } else {
             connection.announceRemoved(key.path, to: [client])
         }
     }
 
-    /// Everything `client` held is released (it left the bus: nobody to tell).
+    /// Everything `client` held is released (it left the bus: nobody to tell). Its holds go
+    /// at once; the objects nobody holds any more go `removalBatch` at a time, between
+    /// other users' calls, so a client leaving with thousands of targets delays nobody
+    /// by more than one batch.
     func releaseAll(client: String) {
-        let orphaned = holders.releaseAll(client: client)
-        for key in orphaned { remove(key, announcingTo: []) }
-        guard orphaned.count >= 256 else { return }
-        // A peak is over: give its memory back.
+        for key in holders.releaseAll(client: client) where objects[key] != nil {
+            orphans.append(key)
+        }
+        guard orphans.count > orphansHead, removals == nil else { return }
+        removals = Sources.idle { [unowned self] in self.removeOrphans() }
+    }
+
+    static let removalBatch = 128
+
+    private func removeOrphans() {
+        removals = nil
+        var removed = 0
+        while removed < Self.removalBatch, orphansHead < orphans.count {
+            let key = orphans[orphansHead]
+            orphansHead += 1
+            // Held again meanwhile (by whoever watched it since): it stays.
+            guard !holders.contains(key) else { continue }
+            remove(key, announcingTo: [])
+            removed += 1
+        }
+        if orphansHead < orphans.count {
+            removals = Sources.idle { [unowned self] in self.removeOrphans() }
+            return
+        }
+        orphans.removeAll()
+        orphansHead = 0
+        compactAfterPeak()
+    }
+
+    /// After a peak (a quarter of the targets are left), gives its memory back.
+    private func compactAfterPeak() {
+        guard peak >= 512, objects.count <= peak / 4 else { return }
+        peak = objects.count
         holders.compact()
         objects.shrinkIfSparse()
         keysByPath.shrinkIfSparse()
