@@ -121,9 +121,12 @@ final class MessageResponder: CallResponder {
     isolated deinit { dbus_message_unref(message) }
 
     func send(reply values: [DBusValue], to call: MethodCall) {
-        guard let connection, let reply = connection.replies.methodReturn(to: message, values) else { return }
+        let size = values.messageSize
+        guard let connection, let reply = connection.replies.methodReturn(to: message, values, size: size) else {
+            return
+        }
         defer { dbus_message_unref(reply) }
-        connection.send(reply, to: call.sender, size: values.messageSize)
+        connection.send(reply, to: call.sender, size: size)
     }
 
     func send(error: BusError, to call: MethodCall) {

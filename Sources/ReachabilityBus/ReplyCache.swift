@@ -20,6 +20,9 @@ final class ReplyCache {
 
     init(capacity: Int = 64) { self.capacity = capacity }
 
+    /// The largest body kept, in bytes (about: `messageSize`).
+    static let largestKept = 4096
+
     deinit { clear() }
 
     var count: Int { templates.count }
@@ -33,7 +36,17 @@ final class ReplyCache {
     /// A method return to `call` carrying `values` (the caller unrefs it); `nil` when
     /// libdbus is out of memory. Does what `dbus_message_new_method_return` does: the
     /// call's sender as destination, its serial as reply serial, no reply expected.
-    func methodReturn(to call: OpaquePointer, _ values: [DBusValue]) -> OpaquePointer? {
+    func methodReturn(to call: OpaquePointer, _ values: [DBusValue], size: Int = 0) -> OpaquePointer? {
+        // A large body (GetManagedObjects, Introspect) is built for its one reply and not kept:
+        // 64 of them would be megabytes held for nothing (property values repeat; listings rarely).
+        guard size <= Self.largestKept else {
+            guard let reply = dbus_message_new_method_return(call) else { return nil }
+            guard MessageCodec.appendBody(values, to: reply) else {
+                dbus_message_unref(reply)
+                return nil
+            }
+            return reply
+        }
         let template: OpaquePointer
         if let last, last.values == values {
             template = last.template

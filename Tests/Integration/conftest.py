@@ -14,8 +14,10 @@ Run them as root with Debian's Python (it has python3-gi and python3-dbusmock):
   test ends, whatever its outcome.
 
 Fixtures: ``plain_lab`` (a private bus without NetworkManager, no root
-needed), ``nm_lab`` (NetworkManager connected, State 70) and
-``nm_lab_without_nm`` (the same namespaces, NetworkManager not started).
+needed), ``nm_lab`` (NetworkManager connected, State 70),
+``nm_lab_without_nm`` (the same namespaces, NetworkManager not started) and
+``tenant_lab`` and ``tenant_broker_lab`` (the hostile-tenant lab of
+``tenants.py``, on dbus-daemon or on dbus-broker).
 """
 
 import os
@@ -75,6 +77,37 @@ def nm_lab_without_nm(request):
     """The NetworkManager lab with NetworkManager not started (``lab.start_nm()`` starts it)."""
     require()
     return _lab(request, harness.NMLab(), networkmanager=False)
+
+
+def _tenant_lab(request, broker: bool = False):
+    import tenants  # pylint: disable=import-outside-toplevel
+    require(networkmanager=False)
+    missing = [f"the {name} command" for name in ("ip", "setpriv") if harness.tool(name) is None]
+    if tenants.VICTIM is None or tenants.OTHER is None:
+        missing.append("two unprivileged users besides nobody (www-data, backup, ...)")
+    if broker:
+        missing += [m + " (Debian package dbus-broker)" for m in tenants.broker_available()]
+    if missing:
+        message = "needs " + ", ".join(missing)
+        if CI:
+            pytest.fail(message + " (CI is set: a missing requirement is a failure)", pytrace=False)
+        pytest.skip(message)
+    return _lab(request, tenants.TenantLab(broker=broker))
+
+
+@pytest.fixture
+def tenant_lab(request):
+    """The hostile-tenant lab (tenants.py): a system bus with Debian's default policy and the
+    shipped policy file, a network namespace with a DNS server of the test's; the test starts
+    the daemon (``tenant_lab.start_daemon(...)``). Needs root, ``ip``, ``setpriv`` and two
+    unprivileged users of the machine besides ``nobody``."""
+    return _tenant_lab(request)
+
+
+@pytest.fixture
+def tenant_broker_lab(request):
+    """The hostile-tenant lab with dbus-broker as the bus (same configuration)."""
+    return _tenant_lab(request, broker=True)
 
 
 def _skip_reason(report) -> str:

@@ -32,6 +32,7 @@ import contextlib
 import ctypes
 import json
 import os
+import pwd
 import select
 import shutil
 import signal
@@ -48,9 +49,22 @@ import harness
 from harness import (MANAGER_IFACE, OBJECT_MANAGER_IFACE, PEER_IFACE, PROPERTIES_IFACE, ROOT_PATH, SERVICE,
                      TARGET_IFACE, DBusCallError, Gio, GLib, WaitTimeout)
 
+
+
+def _ordinary_users(count: int) -> list:
+    """Uids of ``count`` unprivileged users of this machine other than ``nobody``. dbus-daemon
+    refuses a connection whose uid has no passwd entry (it looks its groups up to apply the
+    policy), so the tenants must be users the machine knows; these own nothing on the bus."""
+    found = []
+    for name in ("www-data", "backup", "list", "irc", "proxy", "games", "man", "lp", "mail", "news", "uucp"):
+        with contextlib.suppress(KeyError):
+            found.append(pwd.getpwnam(name).pw_uid)
+    found = [uid for uid in dict.fromkeys(found) if uid not in (0, NOBODY)]
+    return (found + [None] * count)[:count]
+
+
 NOBODY = 65534
-VICTIM = 4242
-OTHER = 4343
+VICTIM, OTHER = _ordinary_users(2)
 
 POLICY_FILE = harness.REPO / "dbus" / (SERVICE + ".conf")
 INTROSPECTABLE_IFACE = "org.freedesktop.DBus.Introspectable"
@@ -223,6 +237,63 @@ class ResolverDaemon(harness.Daemon):
             str(self.binary)] + self.args
 
 
+# Run as /bin/sh -c by ``unshare --mount --propagation private``: dbus-broker-launch logs only to
+# the journal's socket, so a private /run/systemd gets a reader of its own there (mounts made in
+# this namespace reach nothing else). Arguments: directory, configuration, socket.
+BROKER_SCRIPT = r"""
+set -e
+dir="$1"; config="$2"; sock="$3"
+if [ -d /run/systemd ]; then mount -t tmpfs tmpfs /run/systemd; else mount -t tmpfs tmpfs /run; fi
+mkdir -p /run/systemd/journal
+/usr/bin/python3 -c '
+import ctypes, socket, sys
+ctypes.CDLL(None).prctl(1, 15)  # PR_SET_PDEATHSIG, SIGTERM: it goes with the launcher (its parent)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind("/run/systemd/journal/socket")
+with open(sys.argv[1], "ab", buffering=0) as out:
+    while True:
+        fields = dict(f.split(b"=", 1) for f in s.recv(1 << 20).split(bytes([10])) if b"=" in f)
+        out.write(fields.get(b"MESSAGE", b"?") + bytes([10]))
+' "$dir/broker-journal.log" &
+n=0
+while [ ! -S /run/systemd/journal/socket ]; do
+    n=$((n + 1)); [ $n -lt 500 ] || { echo "the journal socket did not appear" >&2; exit 1; }; sleep 0.01
+done
+export DBUS_SYSTEM_BUS_ADDRESS="unix:path=$sock"
+exec systemd-socket-activate -E DBUS_SYSTEM_BUS_ADDRESS -l "$sock" dbus-broker-launch --scope system \
+    --config-file "$config"
+"""
+
+
+class BrokerBus(harness.PrivateBus):
+    """dbus-broker instead of dbus-daemon, with the same configuration file, on a machine whose
+    PID 1 is not systemd: ``dbus-broker-launch`` gets its listening socket by socket activation
+    (``systemd-socket-activate``), a journal socket of its own in a private mount namespace, and
+    itself as the system bus it connects back to (it asks systemd to subscribe: that call fails,
+    unanswered by anyone, and nothing is activated on these buses anyway)."""
+
+    def start(self, timeout: float = harness.START_TIMEOUT) -> str:
+        self.config.write_text(harness.BUS_CONFIG.format(socket=self.socket, policy=self.policy,
+                                                         extra=self.extra_config))
+        self.process = harness.Process(
+            "dbus-broker", [harness.need_tool("unshare"), "--mount", "--propagation", "private", "/bin/sh", "-c",
+                            BROKER_SCRIPT, "broker", self.directory, self.config, self.socket], self.log)
+        harness.wait_until(lambda: self.socket.exists() or not self.process.running, timeout,
+                           "dbus-broker's socket", poll=0.02)
+        # The socket is made 0644 by systemd-socket-activate: every user must be able to connect.
+        self.socket.chmod(0o666)
+        self.address = f"unix:path={self.socket}"
+        client = harness.BusClient(self.address)
+        client.close()
+        return self.address
+
+
+def broker_available() -> list:
+    """What this machine lacks to run dbus-broker without systemd (empty when nothing)."""
+    return [f"the {name} command" for name in ("dbus-broker", "dbus-broker-launch", "systemd-socket-activate",
+                                              "unshare") if harness.tool(name) is None]
+
+
 class TenantLab(harness.Lab):
     """A system bus with Debian's default policy and the shipped policy file, a namespace with a
     veth uplink and the DNS server above, and (``start_daemon``) reachabilityd as root there with
@@ -230,8 +301,10 @@ class TenantLab(harness.Lab):
 
     prefix = "reach-ten-"
 
-    def __init__(self, bus_limits: Optional[dict] = None):
+    def __init__(self, bus_limits: Optional[dict] = None, broker: bool = False):
         super().__init__()
+        if broker:
+            self.bus = BrokerBus(self.directory, "system")
         limits = "".join(f'  <limit name="{k}">{v}</limit>\n' for k, v in (bus_limits or {}).items())
         self.bus.policy = harness.SYSTEM_POLICY
         self.bus.extra_config = f"  <include>{POLICY_FILE}</include>\n{limits}"
@@ -306,7 +379,8 @@ class TenantLab(harness.Lab):
                 for _t, zone, _n in self.dns.queries:
                     zones[zone] = zones.get(zone, 0) + 1
             result.append(("DNS server", f"queries by zone: {zones}"))
-        result.append(("dbus-daemon log (tail)", harness.tail(self.bus.log, 60)))
+        result.append(("bus log (tail)", harness.tail(self.bus.log, 60)))
+        result.append(("dbus-broker journal (tail)", harness.tail(self.directory / "broker-journal.log", 60)))
         return [(title, text) for title, text in result if text]
 
     def services(self) -> list:
@@ -449,10 +523,13 @@ class Tenant(Child):
 
 
 def rss_kib(pid: int) -> int:
-    """VmRSS of a process, in KiB (0 when it is gone)."""
+    """The anonymous resident memory of a process (RssAnon: its heap and stacks), in KiB (0 when
+    it is gone). Not VmRSS: that also counts the pages of the binary and its libraries, which grow
+    by a few MiB as an attack makes the daemon run code it had not run yet (a debug build's
+    introspection and error paths), are shared and clean, and are never "given back"."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith("RssAnon:"):
                 return int(line.split()[1])
     except OSError:
         pass
@@ -506,8 +583,8 @@ class Probe:
     """The victim's latency probe (the ``probe`` role as ``uid``): Ping and Get(Status) of the root
     object in turn, one at a time, each with a 1 s timeout, ``interval`` seconds apart."""
 
-    def __init__(self, lab: TenantLab, uid: int = VICTIM, name: str = "probe", interval: float = 0.01):
-        self.child = lab.child(uid, "probe", name, interval=interval, timeout=CALL_TIMEOUT_S)
+    def __init__(self, lab: TenantLab, uid: Optional[int] = None, name: str = "probe", interval: float = 0.01):
+        self.child = lab.child(VICTIM if uid is None else uid, "probe", name, interval=interval, timeout=CALL_TIMEOUT_S)
         self.child.read("the probe's first answer", harness.START_TIMEOUT)
         self.samples: list = []
 
@@ -540,12 +617,15 @@ class Attack:
     On exit: the probe stopped and, after the attacker has gone, RSS allowed ``RSS_SETTLE_S``
     seconds to come back within ``RSS_AFTER_GOAL_KIB`` of idle."""
 
-    def __init__(self, lab: TenantLab, name: str, probe_uid: int = VICTIM, settle: bool = True):
+    def __init__(self, lab: TenantLab, name: str, probe_uid: Optional[int] = None, settle: bool = True,
+                 idle_rss: Optional[int] = None, min_calls: int = 20):
         self.lab = lab
         self.name = name
         self.pid = lab.daemon_process.pid
-        self.probe_uid = probe_uid
+        self.probe_uid = VICTIM if probe_uid is None else probe_uid
         self.settle = settle
+        self.given_idle = idle_rss
+        self.min_calls = min_calls
         self.idle_rss = 0
         self.rss_after = 0
         self.cpu_start = 0.0
@@ -559,7 +639,7 @@ class Attack:
         self.probe: Optional[Probe] = None
 
     def __enter__(self) -> "Attack":
-        self.idle_rss = rss_kib(self.pid)
+        self.idle_rss = self.given_idle or rss_kib(self.pid)
         self.cpu_start = cpu_seconds(self.pid)
         self.sampler = RssSampler(self.pid).__enter__()
         self.probe = Probe(self.lab, self.probe_uid, name=f"probe-{len(self.lab.children)}")
@@ -620,7 +700,7 @@ class Attack:
         found = []
         if not self.lab.daemon_process.running:
             found.append(f"the daemon exited (status {self.lab.daemon_process.returncode})")
-        if r["calls"] < 20:
+        if r["calls"] < self.min_calls:
             found.append(f"the victim's probe made only {r['calls']} calls")
         if lat["failures"]:
             shown = "; ".join(f"{s[1]} at +{s[0] - self.started:.2f} s: {s[3] or 'took'} ({s[2]:.0f} ms)"
@@ -654,10 +734,40 @@ def flood(lab: TenantLab, uid: int, name: str, kind: str, connections: int, call
                      hold=hold, **extra)
 
 
-def flood_result(child: Child, timeout: float) -> dict:
-    """The flood's report once every call was answered: ``{"errors": {name: count}, "seconds": s}``."""
-    child.read("the flood's connections", harness.START_TIMEOUT)
-    return child.read("every call of the flood answered", timeout)
+def flood_result(child: Child, timeout: float, stall: float = 10.0, connected: bool = False) -> dict:
+    """The flood's report once every call was answered: ``{"errors": {name: count}, "seconds": s,
+    "complete": True}``. When no call was answered for ``stall`` seconds (or ``timeout`` passed) with
+    calls still waiting, the flood is stopped and the report says so: ``"complete": False``,
+    ``"unanswered"`` calls, ``"stalled_at"`` seconds."""
+    if not connected:
+        child.read("the flood's connections", harness.START_TIMEOUT)
+    started = time.monotonic()
+    last, last_change = None, time.monotonic()
+    while True:
+        try:
+            line = child.read("the flood's progress", 2.0)
+        except WaitTimeout:
+            if not child.running:
+                raise
+            line = None
+        now = time.monotonic()
+        if line is not None and "progress" not in line:
+            return dict(line, complete=True)
+        if line is not None and (last is None or line["progress"] != last["progress"]):
+            last, last_change = line, now
+        if now - last_change > stall or now - started > timeout:
+            child.kill()
+            last = last or {"progress": 0, "pending": None, "errors": {}}
+            return {"errors": last["errors"], "seconds": now - started, "complete": False,
+                    "unanswered": last["pending"], "stalled_at": last_change - started}
+
+
+def describe_flood(result: dict) -> str:
+    text = f"{result['errors']} in {result['seconds']:.1f} s"
+    if not result["complete"]:
+        text += (f"; then {result['unanswered']} calls waited with no answer from +{result['stalled_at']:.1f} s "
+                 f"until it was stopped")
+    return text
 
 
 def nonreader(lab: TenantLab, uid: int, name: str, connections: int, calls: int, member: str = "Introspect",
@@ -780,7 +890,7 @@ def _flood_call(kind: str, c: int, i: int, p: dict) -> tuple:
         return ROOT_PATH, MANAGER_IFACE, "WatchAddress", "(s)", (f"2001:db8:{p.get('base', 0) + c:x}::{i + 1:x}",)
     if kind == "watch_host":
         return ROOT_PATH, MANAGER_IFACE, "WatchHost", "(s)", (f"h{tag}{c}-{i}.{p.get('zone', FAST_ZONE)}",)
-    if kind == "query":
+    if kind == "query":  # (DNS names are compared in lower case: a tag is best lower case)
         return ROOT_PATH, MANAGER_IFACE, "Query", "(s)", (f"q{tag}{c}-{i}.{p.get('zone', NEVER_ZONE)}",)
     if kind == "refresh":
         return p["path"], TARGET_IFACE, "Refresh", "", ()
@@ -811,7 +921,7 @@ def role_flood(p: dict) -> None:
         state["sent"][c] += 1
         state["pending"] += 1
         conns[c].call(SERVICE, path, interface, member, GLib.Variant(signature, args) if signature else None,
-                      None, Gio.DBusCallFlags.NO_AUTO_START, int(p.get("timeout", 120) * 1000), None, done, c)
+                      None, Gio.DBusCallFlags.NO_AUTO_START, int(p.get("timeout", 60) * 1000), None, done, c)
 
     def done(conn, result, c):
         try:
@@ -826,10 +936,15 @@ def role_flood(p: dict) -> None:
         elif state["pending"] == 0:
             loop.quit()
 
+    def progress():
+        _out({"progress": sum(errors.values()), "pending": state["pending"], "errors": errors})
+        return True
+
     for c in range(len(conns)):
         for _ in range(p["window"]):
             if more(c):
                 send(c)
+    GLib.timeout_add(500, progress)
     if state["pending"]:
         loop.run()
     _out({"errors": errors, "seconds": time.monotonic() - started, "sent": sum(state["sent"])})
