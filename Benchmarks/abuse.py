@@ -1,23 +1,22 @@
 #!/usr/bin/env python3
-"""Abusive clients against the daemon, and what a well-behaved client sees meanwhile (run as root).
+"""Hostile tenants at full size: what each attack does to another user (run as root).
 
-    sudo REACHABILITYD=.build/release/reachabilityd /usr/bin/python3 Benchmarks/abuse.py [--seconds 30]
+    sudo REACHABILITYD=.build/release/reachabilityd /usr/bin/python3 Benchmarks/abuse.py [--only NAME ...]
 
-Three abusers run at once, each its own process and connection:
-  * watcher: WatchHost with a fresh name in a tight loop (its limit stops it: TooManyTargets);
-  * querier: 100,000 Query calls, 64 in flight (it runs until all are answered);
-  * mangler: oversized and malformed calls (1 MiB strings, 100,000-element arrays, wrong
-    signatures, a 60-deep variant, unknown members) in a loop.
-Meanwhile a second client calls Get(Flags) one at a time. Prints its p50/p99/max, the
-errors each abuser got, and the daemon's RSS before, during and after; exits 1 if the
-second client's p99 is over 10 ms or the daemon died.
+The same attacks as Tests/Integration/test_fairness.py (see tenants.py there for the lab: the
+daemon as root on a system bus with Debian's default policy and the shipped policy file, the
+kernel backend in a network namespace, a DNS server that answers ``fast.test`` at once and never
+answers ``never.test``), at the sizes of the issue. Each attack gets a fresh lab and daemon. The
+attacker is ``nobody``; the victim, another user, calls Peer.Ping and Get(Status) one at a time
+with a 1 s timeout all along. Prints one row an attack: the victim's p50/p99/max and failed
+calls, when it first stalled, the daemon's RSS (idle, peak, after) and CPU seconds, and what the
+attacker got. Exits 1 when any goal is missed: a victim call failed, p99 over 100 ms, RSS over
+idle + 32 MiB or not back within 4 MiB, the bookkeeping over 200 ms of CPU each way, a reading
+client's call left unanswered.
 """
 
 import argparse
-import collections
-import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,138 +24,234 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Tests" / "Integration"))
 
 import harness  # noqa: E402
-from measure import pct, rss_kb  # noqa: E402
-from gi.repository import Gio, GLib  # noqa: E402
-from harness import MANAGER_IFACE, ROOT_PATH, SERVICE, TARGET_IFACE  # noqa: E402
+import tenants  # noqa: E402
+from harness import MANAGER_IFACE, ROOT_PATH  # noqa: E402
+from tenants import (FAST_ZONE, NEVER_ZONE, NOBODY, VICTIM, Attack, Tenant, describe_flood, flood,  # noqa: E402
+                     flood_result, nonreader)
+
+SECONDS = 20.0
 
 
-def connect(address):
-    return Gio.DBusConnection.new_for_address_sync(
-        address, Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION,
-        None, None)
+def hold(lab, targets):
+    """``nobody`` holds ``targets`` addresses (256 a connection); returns the holding child."""
+    holder = flood(lab, NOBODY, "holder", "watch_address", connections=targets // 256, calls=256)
+    result = flood_result(holder, 300)
+    if result["errors"] != {"ok": targets}:
+        raise SystemExit(f"could not set up {targets} targets: {describe_flood(result)}")
+    return holder
 
 
-def error_name(error):
-    return Gio.DBusError.get_remote_error(error) or f"local:{error.code}"
+def never_reading(lab, member, connections=80, calls=128, held=2048):
+    lab.start_daemon()
+    holder = hold(lab, held) if member == "GetManagedObjects" else None
+    with Attack(lab, f"{connections} peers x {calls} {member}, never reading") as attack:
+        attacker = nonreader(lab, NOBODY, "nonreader", connections, calls, member)
+        sent = attacker.read("the calls written", 120)
+        time.sleep(SECONDS)
+        attacker.send({})
+        unread = attacker.read("the bytes left unread", 30)
+        attacker.stop()
+        if holder is not None:
+            holder.stop()
+        attack.attacker_gone()
+    attack.notes.append(f"{sent['sent']} calls written, {unread['unread']} bytes unread in the attacker's sockets")
+    return [attack]
 
 
-def call(conn, interface, member, signature, args, errors, timeout=30000):
-    try:
-        conn.call_sync(SERVICE, ROOT_PATH, interface, member, GLib.Variant(signature, args) if signature else None,
-                       None, Gio.DBusCallFlags.NO_AUTO_START, timeout, None)
-        errors["ok"] += 1
-    except GLib.Error as error:
-        errors[error_name(error)] += 1
+def hoard(lab, connections=256):
+    lab.start_daemon()
+    with Attack(lab, f"{connections} connections x 256 WatchAddress from one user") as attack:
+        hoarder = flood(lab, NOBODY, "hoarder", "watch_address", connections=connections, calls=256, window=8)
+        result = flood_result(hoarder, 600)
+        victim = Tenant(lab, VICTIM, "victim")
+        host = victim.call_error(ROOT_PATH, MANAGER_IFACE, "WatchHost", "s", ("victim." + FAST_ZONE,))
+        address = victim.call_error(ROOT_PATH, MANAGER_IFACE, "WatchAddress", "s", ("198.51.100.77",))
+        victim.stop()
+        hoarder.stop()
+        attack.attacker_gone()
+    attack.notes.append(f"attacker: {describe_flood(result)}; victim WatchHost: {host or 'ok'}, "
+                        f"WatchAddress: {address or 'ok'}")
+    attack.missed = [] if result["complete"] and host is None and address is None else ["attacker or victim"]
+    return [attack]
 
 
-def watcher(address, deadline):
-    conn, errors, i = connect(address), collections.Counter(), 0
-    while time.monotonic() < deadline:
-        call(conn, MANAGER_IFACE, "WatchHost", "(s)", (f"h{i}.abuse.invalid",), errors)
-        i += 1
-    return errors
+def never_resolving(lab, connections=20, calls=64):
+    lab.start_daemon()
+    with Attack(lab, f"{connections} x {calls} Query + 4 x 16 WatchHost of never-resolving names") as attack:
+        queries = flood(lab, NOBODY, "queries", "query", connections=connections, calls=calls, window=calls,
+                        zone=NEVER_ZONE, timeout=600)
+        watches = flood(lab, NOBODY, "watches", "watch_host", connections=4, calls=16, window=16, zone=NEVER_ZONE,
+                        timeout=600)
+        victim = Tenant(lab, VICTIM, "victim")
+        times = []
+        deadline = time.monotonic() + SECONDS
+        n = 0
+        while time.monotonic() < deadline:
+            start = time.monotonic()
+            error = victim.call_error(ROOT_PATH, MANAGER_IFACE, "Query", "s", (f"v{n}.{FAST_ZONE}",), timeout=5)
+            times.append((time.monotonic() - start, error))
+            n += 1
+            time.sleep(0.5)
+        queries.kill()
+        watches.kill()
+        attack.attacker_gone()
+        start = time.monotonic()
+        after = victim.call_error(ROOT_PATH, MANAGER_IFACE, "Query", "s", ("after." + FAST_ZONE,), timeout=5)
+        after_time = time.monotonic() - start
+        victim.stop()
+    worst = max(t for t, _ in times)
+    failed = [e for _, e in times if e]
+    attack.notes.append(f"victim's fresh Query every 0.5 s: {len(times)}, slowest {worst * 1000:.0f} ms, "
+                        f"failed {failed[:3]}; after the attacker left {after_time * 1000:.0f} ms ({after or 'ok'}); "
+                        f"never.test queries at the DNS server {lab.dns.count('never')}")
+    attack.missed = ["victim Query"] if failed or worst > 1.0 or after else []
+    return [attack]
 
 
-def querier(address, deadline, total=100_000, window=64):
-    conn, errors = connect(address), collections.Counter()
-    loop = GLib.MainLoop()
-    state = {"sent": 0, "pending": 0}
-
-    def done(c, result, _):
-        try:
-            c.call_finish(result)
-            errors["ok"] += 1
-        except GLib.Error as error:
-            errors[error_name(error)] += 1
-        state["pending"] -= 1
-        send()
-
-    def send():
-        while state["pending"] < window and state["sent"] < total:
-            n = state["sent"]
-            # Mostly answered at once; every 1,000th an unwatched host name, which waits for its lookup.
-            target = "localhost" if n % 1000 == 999 else ["", "127.0.0.1", f"198.51.100.{n % 250}"][n % 3]
-            conn.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "Query", GLib.Variant("(s)", (target,)), None,
-                      Gio.DBusCallFlags.NO_AUTO_START, 30000, None, done, None)
-            state["sent"] += 1
-            state["pending"] += 1
-        if state["pending"] == 0:
-            loop.quit()
-
-    send()
-    loop.run()
-    errors["sent"] = state["sent"]
-    return errors
+def bookkeeping(lab, targets=16384, connections=16):
+    per_client = targets // connections
+    daemon = lab.start_daemon("--max-targets-per-user", str(targets), "--max-targets-per-client", str(per_client))
+    idle = tenants.rss_kib(daemon.pid)
+    with Attack(lab, f"adding {targets} targets ({connections} connections)", settle=False) as adding:
+        adder = flood(lab, NOBODY, "adder", "watch_address", connections=connections, calls=per_client, window=16)
+        result = flood_result(adder, 600)
+    adding.notes.append(f"attacker: {describe_flood(result)}")
+    with Attack(lab, f"dropping {targets} targets of a client that left", idle_rss=idle, min_calls=1) as dropping:
+        adder.kill()
+        dropping.attacker_gone()
+        harness.wait_until(lambda: not lab.client.call(harness.SERVICE, ROOT_PATH, harness.OBJECT_MANAGER_IFACE,
+                                                       "GetManagedObjects")[0], 120, "every target released",
+                           poll=0.1)
+    for attack in (adding, dropping):
+        attack.missed = [f"CPU {attack.cpu:.2f} s > 0.2 s"] if attack.cpu > 0.2 else []
+    return [adding, dropping]
 
 
-def mangler(address, deadline):
-    conn, errors = connect(address), collections.Counter()
-    nested = GLib.Variant("s", "x")
-    for _ in range(60):
-        nested = GLib.Variant("v", nested)
-    calls = [
-        (MANAGER_IFACE, "WatchHost", "(s)", ("x" * (1 << 20),)),
-        (MANAGER_IFACE, "WatchAddress", "(s)", ("1" * (1 << 20),)),
-        (MANAGER_IFACE, "WatchHost", "(as)", (["a"] * 100_000,)),
-        (MANAGER_IFACE, "Query", "(ay)", (b"\xff" * 100_000,)),
-        (MANAGER_IFACE, "Release", "(o)", ("/" + "a/" * 1000 + "b",)),
-        ("org.freedesktop.DBus.Properties", "Set", "(ssv)", (TARGET_IFACE, "Flags", nested)),
-        ("org.freedesktop.DBus.Properties", "GetAll", "(s)", ("x" * 100_000,)),
-        (MANAGER_IFACE, "NoSuchMethod", "(s)", ("x",)),
-        ("org.example.Nope", "Method", "", ()),
-    ]
-    while time.monotonic() < deadline:
-        for interface, member, signature, args in calls:
-            call(conn, interface, member, signature, args, errors)
-    return errors
+def churn(lab, clients=10000, processes=4):
+    lab.start_daemon()
+    with Attack(lab, f"{clients} short-lived clients (WatchHost x 8 + WatchPath)") as attack:
+        children = [lab.child(NOBODY, "churn", f"churn-{n}", clients=clients // processes, hosts=8, names=64)
+                    for n in range(processes)]
+        results = [c.read("the churner's clients", 1800) for c in children]
+        for child in children:
+            child.stop()
+        attack.attacker_gone()
+    attack.notes.append("churners: " + "; ".join(f"{r['errors']} in {r['seconds']:.0f} s" for r in results))
+    return [attack]
 
 
-ROLES = {"watcher": watcher, "querier": querier, "mangler": mangler}
+def managed_objects(lab, held=2048):
+    daemon = lab.start_daemon()
+    idle = tenants.rss_kib(daemon.pid)
+    holder = hold(lab, held)
+    with Attack(lab, f"GetManagedObjects at {held} targets, 20 in flight", idle_rss=idle) as attack:
+        reader = flood(lab, NOBODY, "reader", "managed_objects", connections=1, calls=0, window=20,
+                       seconds=SECONDS, hold=False, timeout=30)
+        result = flood_result(reader, SECONDS + 120)
+        holder.stop()
+        attack.attacker_gone()
+    attack.notes.append(f"attacker: {describe_flood(result)}")
+    attack.missed = [] if result["complete"] else ["unanswered calls"]
+    return [attack]
+
+
+def refresh_storm(lab):
+    attacks = []
+    lab.start_daemon()
+    for target in ("internet", "host"):
+        owner = Tenant(lab, NOBODY, f"owner-{target}")
+        path = ROOT_PATH
+        if target == "host":
+            path = owner.manager("WatchHost", "s", ("storm." + FAST_ZONE,))[0]
+        with Attack(lab, f"Refresh storm on the {target} target, 16 x 120 in flight") as attack:
+            start = time.monotonic()
+            storm = flood(lab, NOBODY, f"storm-{target}", "refresh", connections=16, calls=0, window=120,
+                          seconds=SECONDS, path=path, hold=False, timeout=30)
+            result = flood_result(storm, SECONDS + 120)
+            attack.attacker_gone()
+        owner.stop()
+        lookups = lab.dns.count("fast", since=start, name_contains="storm.")
+        attack.notes.append(f"attacker: {describe_flood(result)}; DNS queries for the host: {lookups}")
+        attack.missed = [] if result["complete"] else ["unanswered calls"]
+        attacks.append(attack)
+    return attacks
+
+
+def fresh_queries(lab):
+    lab.start_daemon()
+    with Attack(lab, "fresh-name Query flood, 4 x 16 in flight") as attack:
+        start = time.monotonic()
+        flooder = flood(lab, NOBODY, "fresh", "query", connections=4, calls=0, window=16, zone=FAST_ZONE,
+                        seconds=SECONDS, hold=False, tag="f", timeout=30)
+        result = flood_result(flooder, SECONDS + 120)
+        seconds = time.monotonic() - start
+        attack.attacker_gone()
+    dns = lab.dns
+    lookups = dns.count("fast", since=start, name_contains="qf")
+    attack.notes.append(f"attacker: {describe_flood(result)}; DNS queries for its names {lookups} "
+                        f"({lookups / seconds:.0f}/s, busiest second "
+                        f"{dns.busiest_second('fast', start, start + seconds, name_contains='qf')})")
+    attack.missed = [] if result["complete"] else ["unanswered calls"]
+    return [attack]
+
+
+SCENARIOS = {
+    "never-reading-introspect": lambda lab: never_reading(lab, "Introspect"),
+    "never-reading-managed-objects": lambda lab: never_reading(lab, "GetManagedObjects"),
+    "hoard": hoard,
+    "never-resolving": never_resolving,
+    "bookkeeping": bookkeeping,
+    "churn": churn,
+    "managed-objects": managed_objects,
+    "refresh-storm": refresh_storm,
+    "fresh-queries": fresh_queries,
+}
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds", type=float, default=30)
-    parser.add_argument("--role", choices=ROLES)
-    parser.add_argument("--address")
+    global SECONDS  # pylint: disable=global-statement
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", nargs="*", choices=sorted(SCENARIOS), help="run only these attacks")
+    parser.add_argument("--seconds", type=float, default=SECONDS, help="how long a timed attack lasts")
+    parser.add_argument("--bus-limit", action="append", default=[], metavar="NAME=VALUE",
+                        help="a <limit> of the bus's configuration (e.g. max_incoming_bytes=1048576)")
     options = parser.parse_args()
-    if options.role:
-        result = ROLES[options.role](options.address, time.monotonic() + options.seconds)
-        print(json.dumps(dict(result)))
-        return
-
-    lab = harness.PlainLab().start()
-    try:
-        daemon = lab.daemon(args=["--system", "--backend", "kernel"])
-        rss_before = rss_kb(daemon.pid)
-        abusers = {role: subprocess.Popen([sys.executable, __file__, "--role", role, "--address", lab.bus.address,
-                                           "--seconds", str(options.seconds)], stdout=subprocess.PIPE, text=True)
-                   for role in ROLES}
-        times, rss_peak = [], rss_before
-        started = time.monotonic()
-        while any(p.poll() is None for p in abusers.values()):
-            start = time.monotonic()
-            lab.client.get(SERVICE, ROOT_PATH, TARGET_IFACE, "Flags")
-            times.append((time.monotonic() - start) * 1000)
-            rss_peak = max(rss_peak, rss_kb(daemon.pid))
-        results = {role: json.loads(p.communicate(timeout=120)[0] or "{}") for role, p in abusers.items()}
-        alive = daemon.running
-        rss_after = rss_kb(daemon.pid)
-        print(f"machine: {os.cpu_count()} cores, {os.uname().release}; load {os.getloadavg()[0]:.2f}")
-        print(f"second client, Get(Flags) one at a time during {time.monotonic() - started:.0f} s of abuse: "
-              f"{len(times)} calls, "
-              f"p50 {pct(times, 50):.2f} ms, p99 {pct(times, 99):.2f} ms, max {max(times):.2f} ms")
-        for role, errors in results.items():
-            print(f"  {role}: {errors}")
-        print(f"daemon RSS: {rss_before} KiB before, peak {rss_peak} KiB, {rss_after} KiB after; "
-              f"{'alive' if alive else 'DEAD'}")
-        ok = alive and pct(times, 99) <= 10
-        print("result:", "every goal met" if ok else "GOAL MISSED")
-        sys.exit(0 if ok else 1)
-    finally:
-        for daemon in lab.daemons:
-            daemon.stop()
-        lab.bus.stop()
+    SECONDS = options.seconds
+    if os.geteuid() != 0 or tenants.VICTIM is None:
+        raise SystemExit("run as root, on a machine with an unprivileged user besides nobody (www-data, backup, ...)")
+    limits = dict(item.split("=", 1) for item in options.bus_limit)
+    rows, notes, missed = [], [], []
+    print(f"machine: {os.cpu_count()} cores, {os.uname().release}; daemon {harness.daemon_binary()}")
+    for name in options.only or SCENARIOS:
+        lab = tenants.TenantLab(bus_limits=limits).start()
+        try:
+            for attack in SCENARIOS[name](lab):
+                rows.append(attack.row())
+                notes.append((attack.name, attack.notes))
+                problems = attack.problems() + getattr(attack, "missed", [])
+                if problems:
+                    missed.append((attack.name, problems))
+                print(attack.summary(), flush=True)
+        finally:
+            lab.close()
+    print()
+    print(f"| attack | victim calls | p50 ms | p99 ms | max ms | failed | first stall | RSS idle / peak / after MiB "
+          f"| daemon CPU s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        stall = "never" if r["stall"] is None else f"+{r['stall']:.1f} s"
+        after = f"{r['rss_after'] / 1024:.1f}" if r["rss_after"] else "-"
+        print(f"| {r['attack']} | {r['calls']} | {r['p50']:.1f} | {r['p99']:.1f} | {r['max']:.1f} | {r['failed']} | "
+              f"{stall} | {r['rss_idle'] / 1024:.1f} / {r['rss_peak'] / 1024:.1f} / {after} | {r['cpu']:.2f} |")
+    print()
+    for name, lines in notes:
+        for line in lines:
+            print(f"{name}: {line}")
+    print()
+    for name, problems in missed:
+        print(f"GOAL MISSED: {name}: " + "; ".join(problems))
+    print("result:", "every goal met" if not missed else f"{len(missed)} attacks missed a goal")
+    sys.exit(1 if missed else 0)
 
 
 if __name__ == "__main__":
