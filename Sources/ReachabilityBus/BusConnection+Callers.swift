@@ -221,7 +221,7 @@ extension BusConnection {
     }
 
     /// How long a read receipt is waited for (ms): a peer that reads answers in microseconds.
-    static let receiptTimeout: Int32 = 2_000
+    static let receiptTimeout: Int32 = 5_000
 
     /// Sends `peer` a `Peer.Ping`: its answer (any answer from the peer itself) means it
     /// has read everything sent to it before. Wraps `dbus_connection_send_with_reply`.

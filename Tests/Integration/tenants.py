@@ -792,6 +792,16 @@ def _connect(address: str):
     return conn
 
 
+def _tally(errors: dict, conn, result) -> None:
+    """Counts a finished asynchronous call in ``errors`` by its error name ("ok" for a reply)."""
+    try:
+        conn.call_finish(result)
+        name = "ok"
+    except GLib.Error as failure:
+        name = _error_name(failure)
+    errors[name] = errors.get(name, 0) + 1
+
+
 def _error_name(error) -> str:
     return Gio.DBusError.get_remote_error(error) or f"local:{error.domain}:{error.code}:{error.message}"
 
@@ -931,12 +941,7 @@ def role_flood(p: dict) -> None:
                       None, Gio.DBusCallFlags.NO_AUTO_START, int(p.get("timeout", 60) * 1000), None, done, c)
 
     def done(conn, result, c):
-        try:
-            conn.call_finish(result)
-            name = "ok"
-        except GLib.Error as failure:
-            name = _error_name(failure)
-        errors[name] = errors.get(name, 0) + 1
+        _tally(errors, conn, result)
         state["pending"] -= 1
         if more(c):
             send(c)
@@ -1034,12 +1039,7 @@ def role_churn(p: dict) -> None:
         pending = {"n": 0}
 
         def done(c, result, _data):
-            try:
-                c.call_finish(result)
-                name = "ok"
-            except GLib.Error as failure:
-                name = _error_name(failure)
-            errors[name] = errors.get(name, 0) + 1
+            _tally(errors, c, result)
             pending["n"] -= 1
             if pending["n"] == 0:
                 loop.quit()
