@@ -32,6 +32,10 @@ final class Callers {
     /// Calls from callers whose user is being asked for, by unique name.
     var unidentified: [String: [MethodCall]] = [:]
     var unidentifiedCount = 0
+    /// Identity requests in flight, and the callers waiting to be asked about (from `toIdentifyHead` on).
+    var identifying = 0
+    var toIdentify: [String] = []
+    var toIdentifyHead = 0
     var queue: FairQueue<MethodCall>
     var ledger: OutputLedger
     /// Whether the bus lets the service ask peers for read receipts (its policy may not).
@@ -91,7 +95,7 @@ extension BusConnection {
                 return callers.refuse(call, "the service is busy identifying \(callers.unidentifiedCount) callers")
             }
             callers.unidentified[call.sender] = []
-            identify(call.sender)
+            requestIdentity(of: call.sender)
         }
         guard callers.unidentified[call.sender]!.count < callers.limits.queue.perUserItems else {
             return callers.refuse(call, "too many calls sent before the service could tell who sent them")
@@ -100,12 +104,32 @@ extension BusConnection {
         callers.unidentifiedCount += 1
     }
 
+    /// The most identity requests in flight: the bus allows a connection 128 calls awaiting
+    /// replies (`max_replies_per_connection`), and read receipts need their share.
+    static let identitiesInFlight = 48
+
+    /// Asks for `sender`'s identity now, or once fewer requests are in flight.
+    private func requestIdentity(of sender: String) {
+        guard callers.identifying < Self.identitiesInFlight else { return callers.toIdentify.append(sender) }
+        callers.identifying += 1
+        identify(sender)
+    }
+
     /// Asks the bus driver for the Unix user of `sender` (`GetConnectionUnixUser`), once per caller.
     private func identify(_ sender: String) {
         callAsync(destination: Self.busDriver, path: ObjectPath("/org/freedesktop/DBus"),
                   interface: "org.freedesktop.DBus", member: "GetConnectionUnixUser", [.string(sender)]) {
             [weak self] result in
-            guard let self, let calls = self.callers.unidentified.removeValue(forKey: sender) else { return }
+            guard let self else { return }
+            self.callers.identifying -= 1
+            defer { self.identifyWaiting() }
+            if case .failure(let error) = result, error.name == BusError.prefix + "LimitsExceeded",
+                self.callers.unidentified[sender] != nil
+            {
+                // The bus refused the request itself (too many of ours in flight): ask again.
+                return self.callers.toIdentify.append(sender)
+            }
+            guard let calls = self.callers.unidentified.removeValue(forKey: sender) else { return }
             self.callers.unidentifiedCount -= calls.count
             guard case .success(let values) = result, case .uint32(let user)? = values.first else {
                 // The caller has left (NameHasNoOwner): nobody waits for the answers.
@@ -114,6 +138,22 @@ extension BusConnection {
             }
             self.callers.users[sender] = user
             for call in calls { self.enqueue(call, user: user) }
+        }
+    }
+
+    /// Starts the identity requests that waited, as many as may be in flight.
+    private func identifyWaiting() {
+        while callers.identifying < Self.identitiesInFlight, callers.toIdentifyHead < callers.toIdentify.count {
+            let sender = callers.toIdentify[callers.toIdentifyHead]
+            callers.toIdentifyHead += 1
+            // Gone meanwhile: its departure dropped its calls.
+            guard callers.unidentified[sender] != nil else { continue }
+            callers.identifying += 1
+            identify(sender)
+        }
+        if callers.toIdentifyHead == callers.toIdentify.count {
+            callers.toIdentify.removeAll()
+            callers.toIdentifyHead = 0
         }
     }
 
@@ -277,12 +317,15 @@ extension BusConnection {
             }
             scheduleServing()
         case BusError.prefix + "LimitsExceeded":
-            // Its queue in the bus is full (the bus answers at once): ask again once the timeout
-            // of a receipt has passed, not in a loop.
+            // Its queue in the bus is full, or the bus holds too many of our own calls awaiting
+            // replies (the bus answers at once either way): ask again a little later, not in a
+            // loop. Only the first says anything about the peer.
             let now = UInt64(MonotonicClock.microseconds())
             guard callers.users[peer] != nil else { return }
-            guard callers.ledger.receiptLost(from: peer, now: now) else { return scheduleServing() }
-            callers.retries[peer] = Sources.every(seconds: 10) { [unowned self] in
+            let message = reply.flatMap { MessageCodec.decodeBody($0)?.first?.stringValue } ?? ""
+            let oursToo = message.contains("pending replies")
+            if !oursToo && !callers.ledger.receiptLost(from: peer, now: now) { return scheduleServing() }
+            callers.retries[peer] = Sources.every(seconds: oursToo ? 1 : 10) { [unowned self] in
                 self.callers.retries[peer] = nil
                 self.askReceipt(from: peer)
                 return false
