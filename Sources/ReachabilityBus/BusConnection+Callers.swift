@@ -26,16 +26,15 @@ public struct CallerLimits: Sendable, Equatable {
 /// dropped and its account closed.
 @LoopActor
 final class Callers {
-    var limits: CallerLimits
+    let limits: CallerLimits
     /// The Unix user of each caller still on the bus, by unique name.
     var users: [String: UserID] = [:]
     /// Calls from callers whose user is being asked for, by unique name.
     var unidentified: [String: [MethodCall]] = [:]
     var unidentifiedCount = 0
-    /// Identity requests in flight, and the callers waiting to be asked about (from `toIdentifyHead` on).
+    /// Identity requests in flight, and the callers waiting to be asked about.
     var identifying = 0
-    var toIdentify: [String] = []
-    var toIdentifyHead = 0
+    var toIdentify = Ring<String>()
     var queue: FairQueue<MethodCall>
     var ledger: OutputLedger
     /// Whether the bus lets the service ask peers for read receipts (its policy may not).
@@ -45,9 +44,6 @@ final class Callers {
     var peakQueued = 0
     /// Receipts to ask for again later, by peer (its queue in the bus was full).
     var retries: [String: SourceHandle] = [:]
-    /// Calls dropped unanswered because their caller was not reading, and refused with `LimitsExceeded`.
-    private(set) var dropped = 0
-    private(set) var refused = 0
 
     init(limits: CallerLimits) {
         self.limits = limits
@@ -55,36 +51,12 @@ final class Callers {
         ledger = OutputLedger(receiptAfter: limits.receiptAfter, perUser: limits.unreadPerUser)
     }
 
-    func drop(_ call: MethodCall) {
-        dropped += 1
-        call.abandon()
-    }
+    func drop(_ call: MethodCall) { call.abandon() }
 
-    /// A call dropped before it became a `MethodCall`.
-    func countDrop() { dropped += 1 }
-
-    func refuse(_ call: MethodCall, _ why: String) {
-        refused += 1
-        call.fail(.limitsExceeded(why))
-    }
+    func refuse(_ call: MethodCall, _ why: String) { call.fail(.limitsExceeded(why)) }
 }
 
 extension BusConnection {
-    /// The limits applied to callers of the objects this connection exports.
-    public var callerLimits: CallerLimits {
-        get { callers.limits }
-        set {
-            callers.limits = newValue
-            callers.queue = FairQueue(limits: newValue.queue)
-            callers.ledger = OutputLedger(receiptAfter: newValue.receiptAfter, perUser: newValue.unreadPerUser)
-        }
-    }
-
-    /// Calls dropped unanswered because their caller did not read (for statistics and tests).
-    public var droppedCalls: Int { callers.dropped }
-    /// Calls refused with `LimitsExceeded` because their user's share of the queue was used up.
-    public var refusedCalls: Int { callers.refused }
-
     // MARK: Admission
 
     /// Takes an incoming call: finds out who sent it, then serves it in its user's turn.
@@ -143,17 +115,11 @@ extension BusConnection {
 
     /// Starts the identity requests that waited, as many as may be in flight.
     private func identifyWaiting() {
-        while callers.identifying < Self.identitiesInFlight, callers.toIdentifyHead < callers.toIdentify.count {
-            let sender = callers.toIdentify[callers.toIdentifyHead]
-            callers.toIdentifyHead += 1
+        while callers.identifying < Self.identitiesInFlight, let sender = callers.toIdentify.popFirst() {
             // Gone meanwhile: its departure dropped its calls.
             guard callers.unidentified[sender] != nil else { continue }
             callers.identifying += 1
             identify(sender)
-        }
-        if callers.toIdentifyHead == callers.toIdentify.count {
-            callers.toIdentify.removeAll()
-            callers.toIdentifyHead = 0
         }
     }
 
@@ -176,11 +142,7 @@ extension BusConnection {
 
     /// Whether a call from `sender` is to be dropped before it is even decoded: the sender
     /// is not reading (its read receipt is overdue).
-    func shouldDropUnread(from sender: String) -> Bool {
-        guard callers.ledger.isStalled(sender) else { return false }
-        callers.countDrop()
-        return true
-    }
+    func shouldDropUnread(from sender: String) -> Bool { callers.ledger.isStalled(sender) }
 
     func scheduleServing() {
         guard callers.serveIdle == nil, !callers.queue.isEmpty else { return }

@@ -117,16 +117,18 @@ public struct FairQueue<Item> {
 }
 
 /// A FIFO queue on an array with a moving head: O(1) amortised at both ends.
-struct Ring<Element> {
+public struct Ring<Element> {
     private var storage: [Element] = []
     private var head = 0
 
-    var count: Int { storage.count - head }
-    var isEmpty: Bool { count == 0 }
+    public init() {}
 
-    mutating func append(_ element: Element) { storage.append(element) }
+    public var count: Int { storage.count - head }
+    public var isEmpty: Bool { count == 0 }
 
-    mutating func popFirst() -> Element? {
+    public mutating func append(_ element: Element) { storage.append(element) }
+
+    public mutating func popFirst() -> Element? {
         guard head < storage.count else { return nil }
         let element = storage[head]
         head += 1

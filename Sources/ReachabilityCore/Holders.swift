@@ -127,9 +127,6 @@ public struct HolderRegistry<Key: Hashable & Sendable>: Sendable {
     /// The number of distinct keys the clients of `user` hold.
     public func count(ofUser user: UserID) -> Int { keysByUser[user]?.count ?? 0 }
 
-    /// Every key held, in no particular order.
-    public var allKeys: Dictionary<Key, Set<String>>.Keys { holdersByKey.keys }
-
     /// The clients holding `key`; empty when nobody does.
     public func holders(of key: Key) -> Set<String> {
         holdersByKey[key] ?? []

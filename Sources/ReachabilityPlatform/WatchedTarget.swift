@@ -25,8 +25,6 @@ public final class WatchedTarget {
     public internal(set) var resolution: Resolution = .pending
     /// The user its lookups are charged to (the first holder's).
     public var owner: UserID = 0
-    /// Whether a lookup is running or waiting for this target.
-    public var isResolving: Bool { lookup != nil }
     var lookup: Resolver.Lookup?
     /// A network change arrived while a lookup was in flight: look up again when it ends.
     var lookupAgain = false

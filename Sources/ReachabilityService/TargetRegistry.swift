@@ -38,9 +38,8 @@ final class TargetRegistry {
 
     /// The number of host targets (kept, not counted: it is asked on every change).
     private(set) var hostCount = 0
-    /// Targets whose last holder left, to be removed a batch at a time from `orphansHead` on.
-    private var orphans: [TargetKey] = []
-    private var orphansHead = 0
+    /// Targets whose last holder left, to be removed a batch at a time.
+    private var orphans = Ring<TargetKey>()
     private var removals: SourceHandle?
     /// The most targets watched at once since memory was last given back.
     private var peak = 0
@@ -105,7 +104,7 @@ final class TargetRegistry {
         for key in holders.releaseAll(client: client) where objects[key] != nil {
             orphans.append(key)
         }
-        guard orphans.count > orphansHead, removals == nil else { return }
+        guard !orphans.isEmpty, removals == nil else { return }
         removals = Sources.idle { [unowned self] in self.removeOrphans() }
     }
 
@@ -114,20 +113,16 @@ final class TargetRegistry {
     private func removeOrphans() {
         removals = nil
         var removed = 0
-        while removed < Self.removalBatch, orphansHead < orphans.count {
-            let key = orphans[orphansHead]
-            orphansHead += 1
+        while removed < Self.removalBatch, let key = orphans.popFirst() {
             // Held again meanwhile (by whoever watched it since): it stays.
             guard !holders.contains(key) else { continue }
             remove(key, announcingTo: [])
             removed += 1
         }
-        if orphansHead < orphans.count {
+        if !orphans.isEmpty {
             removals = Sources.idle { [unowned self] in self.removeOrphans() }
             return
         }
-        orphans.removeAll()
-        orphansHead = 0
         compactAfterPeak()
     }
 
