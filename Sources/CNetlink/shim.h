@@ -13,18 +13,23 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/if_link.h>
+#include <linux/neighbour.h>
+#include <linux/netconf.h>
 
 _Static_assert(sizeof(struct nlmsghdr) == 16, "nlmsghdr layout");
 _Static_assert(sizeof(struct rtmsg) == 12, "rtmsg layout");
 _Static_assert(sizeof(struct ifinfomsg) == 16, "ifinfomsg layout");
 _Static_assert(sizeof(struct rtattr) == 4, "rtattr layout");
+_Static_assert(sizeof(struct ndmsg) == 12, "ndmsg layout");
 
 /* Multicast group bits (some are enum values, some macros). */
 static inline unsigned int reach_rtmgrp_all(void) {
-    /* Links, addresses, routes, policy rules and next-hop objects: everything
-     * that can change which route a packet takes. */
+    /* Links, addresses, routes, policy rules, next-hop objects, neighbours (a
+     * gateway's state) and device configuration (ignore_routes_with_linkdown):
+     * everything that can change which route a packet takes. */
     return RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE
-        | RTMGRP_IPV4_RULE | (1u << (RTNLGRP_IPV6_RULE - 1)) | (1u << (RTNLGRP_NEXTHOP - 1));
+        | RTMGRP_IPV4_RULE | (1u << (RTNLGRP_IPV6_RULE - 1)) | (1u << (RTNLGRP_NEXTHOP - 1)) | RTMGRP_NEIGH
+        | (1u << (RTNLGRP_IPV4_NETCONF - 1)) | (1u << (RTNLGRP_IPV6_NETCONF - 1));
 }
 
 /* From <linux/if.h>, which cannot be included beside <net/if.h>. */

@@ -23,10 +23,12 @@ extension Engine {
         }
     }
 
-    /// The `Path` interface's facts. A link's family is usable when the link can
-    /// carry packets (up, carrier), a tunnel has an underlay (`hasUnderlay`), and
-    /// the kernel has a unicast route to the internet through it (bound lookup),
-    /// or the internet target's own path for that family leaves through it.
+    /// The `Path` interface's facts. A link's family is usable when the internet
+    /// can be reached over that family at all (the internet target's path for it,
+    /// so the two objects never disagree), the link can carry packets (up,
+    /// carrier), a tunnel has an underlay (`hasUnderlay`), and the kernel has a
+    /// unicast route to the internet through it (bound lookup), or the internet
+    /// target's own path for that family leaves through it.
     /// Order: the internet target's interface, then the other family's internet
     /// interface, then the other usable links by their lowest route metric, then
     /// the unusable ones (each by kernel index on ties). `dnsConfigured` is the
@@ -55,7 +57,11 @@ extension Engine {
             for family in AddressFamily.allCases {
                 let route = bound[link.index]?[family]
                 let routed = route.map { $0.kind == .unicast } ?? false
-                let usable = canCarry && (routed || internetInterfaces[family] == link.name)
+                // One answer per family: no link carries a family the internet target
+                // cannot reach over (a bound lookup does not see the rules and routes that
+                // send the family's packets elsewhere, or nowhere).
+                let usable = canCarry && internetInterfaces[family] != nil
+                    && (routed || internetInterfaces[family] == link.name)
                 if family == .ipv4 { entry.usableIPv4 = usable } else { entry.usableIPv6 = usable }
                 guard usable, let route, routed else { continue }
                 metric = min(metric, route.metric)

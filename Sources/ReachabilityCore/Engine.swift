@@ -74,15 +74,19 @@ public enum Engine {
     }
 
     /// A tunnel needs an underlay: a path through a VPN counts as reachable only
-    /// while a path that is not a VPN leads to the internet too (a full tunnel
-    /// whose Wi-Fi went away is not reachable, though its default route stands).
-    /// True when one of `facts.underlayRoutes` is a unicast route through a
-    /// usable link that is not a VPN; true when they were not asked (`nil`).
+    /// while a link that is not a VPN can carry the tunnel's packets off the
+    /// machine: it is usable (up, carrier) and has a route off the link (through
+    /// a gateway, or a point-to-point link's own route). That route need not be
+    /// a default route: openconnect's vpnc-script and OpenVPN without `def1`
+    /// replace the default route with the tunnel's and keep only a host route to
+    /// the VPN server through the old gateway, and such a VPN works. A full
+    /// tunnel whose Wi-Fi went away has none. True when `facts.underlayLinks`
+    /// was not asked (`nil`).
     public static func hasUnderlay(_ facts: NetworkFacts) -> Bool {
-        guard let underlays = facts.underlayRoutes else { return true }
-        return underlays.contains { route in
-            guard let route, route.kind == .unicast, let link = facts.links[route.interfaceIndex] else { return false }
-            return link.isUsable && !isVPN(link, facts: facts)
+        guard let underlays = facts.underlayLinks else { return true }
+        return underlays.contains { index in
+            guard let link = facts.links[index] else { return false }
+            return link.isUsable && link.kernelType != .loopback && !isVPN(link, facts: facts)
         }
     }
 
@@ -120,23 +124,22 @@ public enum Engine {
     /// never disagree: no "online" beside a login page.
     public static func evaluateInternet(_ facts: NetworkFacts) -> TargetState {
         guard facts.backend != .none else { return .unknown }
-        let paths = AddressFamily.allCases.map { family in
-            var path = internetPath(family: family, facts: facts)
-            if facts.connectivity == .portal {
-                path.flags.formUnion([.connectionRequired, .interventionRequired])
-            }
-            return path
-        }
-        return state(from: paths, facts: facts, connectivity: facts.connectivity)
+        return state(from: internetPaths(facts), facts: facts, connectivity: facts.connectivity)
     }
 
     /// One family's path to the internet, from the kernel's answers for each of
-    /// its internet destinations: the best-ranked path, and among equally ranked
-    /// ones the path most destinations take (a split tunnel or a lab route that
-    /// covers one destination does not speak for the internet); ties go to the
-    /// destination asked first. Without `IsDirect` and `IsLocalAddress`.
+    /// its internet destinations. The internet is routed only when most
+    /// destinations have a route (a host route that covers one of them, with no
+    /// default route, does not speak for the internet); then the best-ranked path
+    /// among them, and among equally ranked ones the path most destinations take
+    /// (a split tunnel or a lab route that covers one destination does not speak
+    /// for the internet either); ties go to the destination asked first. Without
+    /// `IsDirect` and `IsLocalAddress`.
     public static func internetPath(family: AddressFamily, facts: NetworkFacts) -> Path {
-        let paths = (facts.internetRoutes[family] ?? []).map { route in
+        let routes = facts.internetRoutes[family] ?? []
+        let routed = routes.filter { $0.map { $0.kind != .unusable } ?? false }
+        guard routed.count * 2 > routes.count else { return .unreachable(family) }
+        let paths = routed.map { route in
             var path = evaluatePath(family: family, route: route, facts: facts)
             path.flags.subtract([.isDirect, .isLocalAddress])
             return path
@@ -148,6 +151,17 @@ public enum Engine {
             if best == nil || count > best!.count { best = (path, count) }
         }
         return best!.path
+    }
+
+    /// Both families' internet paths, with a captive portal holding for the whole target.
+    static func internetPaths(_ facts: NetworkFacts) -> [Path] {
+        AddressFamily.allCases.map { family in
+            var path = internetPath(family: family, facts: facts)
+            if facts.connectivity == .portal {
+                path.flags.formUnion([.connectionRequired, .interventionRequired])
+            }
+            return path
+        }
     }
 
     /// Composes evaluated paths into a target's state.

@@ -43,13 +43,21 @@ public struct RouteFact: Sendable, Hashable {
     public var gateway: String?
     /// The route's metric (`RTA_PRIORITY`; 0 when the kernel gives none).
     public var metric: UInt32
+    /// How long the kernel goes on using the routing entry, in milliseconds, when it
+    /// has a lifetime (`RTA_CACHEINFO` expiry: an IPv6 route learnt from a router
+    /// advertisement); `nil` when it has none.
+    public var lifetime: UInt32?
 
-    public init(kind: Kind, hasGateway: Bool, interfaceIndex: Int32, gateway: String? = nil, metric: UInt32 = 0) {
+    public init(
+        kind: Kind, hasGateway: Bool, interfaceIndex: Int32, gateway: String? = nil, metric: UInt32 = 0,
+        lifetime: UInt32? = nil
+    ) {
         self.kind = kind
         self.hasGateway = hasGateway
         self.interfaceIndex = interfaceIndex
         self.gateway = gateway
         self.metric = metric
+        self.lifetime = lifetime
     }
 }
 
@@ -68,11 +76,14 @@ public struct LinkFact: Sendable, Hashable {
     public var kernelType: InterfaceType
     /// tun/tap, WireGuard, PPP and other point-to-point links.
     public var isTunnel: Bool
+    /// `IFF_POINTOPOINT`: whatever is routed through the link leaves the machine.
+    public var isPointToPoint: Bool
 
     public init(
         index: Int32, name: String, isUp: Bool, hasCarrier: Bool, operState: OperState,
-        kernelType: InterfaceType, isTunnel: Bool
+        kernelType: InterfaceType, isTunnel: Bool, isPointToPoint: Bool = false
     ) {
+        self.isPointToPoint = isPointToPoint
         self.index = index
         self.name = name
         self.isUp = isUp
@@ -144,11 +155,12 @@ public struct NetworkFacts: Sendable, Hashable {
     /// (`RTM_GETROUTE`, the route a packet to each would take), in the order
     /// they were asked; `nil` where the kernel has no route.
     public var internetRoutes: [AddressFamily: [RouteFact?]]
-    /// While a VPN link can carry packets: the kernel's routes to the internet
-    /// for packets bound to each usable link that is not a VPN (`RTM_GETROUTE`
-    /// with `RTA_OIF`), `nil` where that link has none. A tunnel needs one of
-    /// them (`Engine.hasUnderlay`). `nil`: not asked, and no tunnel is judged by it.
-    public var underlayRoutes: [RouteFact?]?
+    /// While a VPN link can carry packets: the links with a route off the link
+    /// (a unicast route through a gateway on it, in any table, or any unicast
+    /// route through a point-to-point link), from the kernel's route tables. A
+    /// tunnel needs one that is usable and not a VPN (`Engine.hasUnderlay`).
+    /// `nil`: not asked, and no tunnel is judged by it.
+    public var underlayLinks: Set<Int32>?
     /// NetworkManager's DNS configuration has a name server; `nil` when it was
     /// not read (no NetworkManager: the resolver's configuration file tells).
     public var dnsConfigured: Bool?
@@ -156,14 +168,14 @@ public struct NetworkFacts: Sendable, Hashable {
     public init(
         backend: BackendKind, connectivity: Connectivity = .unknown, devices: [String: DeviceFact] = [:],
         links: [Int32: LinkFact] = [:], internetRoutes: [AddressFamily: [RouteFact?]] = [:],
-        underlayRoutes: [RouteFact?]? = nil, dnsConfigured: Bool? = nil
+        underlayLinks: Set<Int32>? = nil, dnsConfigured: Bool? = nil
     ) {
         self.backend = backend
         self.connectivity = connectivity
         self.devices = devices
         self.links = links
         self.internetRoutes = internetRoutes
-        self.underlayRoutes = underlayRoutes
+        self.underlayLinks = underlayLinks
         self.dnsConfigured = dnsConfigured
     }
 

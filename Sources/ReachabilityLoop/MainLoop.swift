@@ -176,6 +176,18 @@ public enum Sources {
         return SourceHandle.replacing(handle, id: id)
     }
 
+    /// Calls `body` once, `milliseconds` from now, unless the handle is dropped first.
+    /// Wraps `g_timeout_source_new`.
+    public static func after(milliseconds: UInt32, _ body: @escaping @LoopActor () -> Void) -> SourceHandle {
+        let (handle, callback) = repeating {
+            body()
+            return false
+        }
+        let id = LoopContext.addTimeout(milliseconds: milliseconds, Callback.sourceFunc, callback.retainedPointer,
+                                        Callback.release)
+        return SourceHandle.replacing(handle, id: id)
+    }
+
     /// Calls `body` when `fd` is readable (or hung up), until it returns false or the
     /// handle is dropped.
     public static func readable(fd: Int32, _ body: @escaping @LoopActor () -> Bool) -> SourceHandle {

@@ -11,9 +11,19 @@ extension Netlink {
     }
 
     /// The routes to many addresses: up to 128 requests per `send`, the answers
-    /// read in bulk (two system calls per batch instead of two per address).
+    /// read in bulk (two system calls per batch instead of two per address). An
+    /// IPv6 answer carries the lifetime of the entry it came from (an RA's default
+    /// route expires): the plain answer has none, so each IPv6 address is also
+    /// asked with `RTM_F_FIB_MATCH`, whose entry has its `RTA_CACHEINFO` expiry.
     public func routes(to addresses: [IPAddress]) throws(NetlinkError) -> [RouteFact?] {
-        try routes(addresses.map { ($0, nil) })
+        let ipv6 = addresses.indices.filter { addresses[$0].family == .ipv6 }
+        let answers = try routes(addresses.map { Query(address: $0) }
+                                 + ipv6.map { Query(address: addresses[$0], fibMatch: true) })
+        var result = Array(answers[0..<addresses.count])
+        for (k, i) in ipv6.enumerated() where result[i] != nil {
+            result[i]?.lifetime = answers[addresses.count + k]?.lifetime
+        }
+        return result
     }
 
     /// The routing-table entries packets to each address would match if bound to
@@ -22,11 +32,41 @@ extension Netlink {
     /// kernel answers a lookup bound to a link that has no route with an invented
     /// on-link route through it (when another link has an on-link route, such
     /// as a tun device's default route); the entry itself cannot be invented.
+    /// A multipath entry is answered with the next hop through that link (its gateway).
     public func routes(bound queries: [(address: IPAddress, interface: Int32)]) throws(NetlinkError) -> [RouteFact?] {
-        try routes(queries.map { ($0.address, $0.interface) })
+        try routes(queries.map { Query(address: $0.address, interface: $0.interface, fibMatch: true) })
     }
 
-    private func routes(_ queries: [(address: IPAddress, interface: Int32?)]) throws(NetlinkError) -> [RouteFact?] {
+    /// The links the unicast routes of every table leave through, through a gateway
+    /// or on-link (a dump of each family's routes: `ip route show table all`).
+    public func routedLinks() throws(NetlinkError) -> (viaGateway: Set<Int32>, onLink: Set<Int32>) {
+        var viaGateway = Set<Int32>()
+        var onLink = Set<Int32>()
+        for family in [AF_INET, AF_INET6] {
+            var message = rtmsg()
+            message.rtm_family = UInt8(family)
+            let answer = try request(type: UInt16(RTM_GETROUTE), flags: NLM_F_DUMP,
+                                     payload: withUnsafeBytes(of: message) { Array($0) })
+            for (type, body) in answer where type == RTM_NEWROUTE && body.count >= MemoryLayout<rtmsg>.size {
+                let header = body.withUnsafeBytes { $0.loadUnaligned(as: rtmsg.self) }
+                guard Int32(header.rtm_type) == Int32(RTN_UNICAST) else { continue }
+                for hop in Self.nextHops(Self.attributes(body, from: MemoryLayout<rtmsg>.size)) {
+                    if hop.hasGateway { viaGateway.insert(hop.interfaceIndex) } else { onLink.insert(hop.interfaceIndex) }
+                }
+            }
+        }
+        return (viaGateway, onLink)
+    }
+
+    /// One route question: a destination, the link its packets are bound to, and
+    /// whether the routing entry is asked for instead of the route a packet takes.
+    private struct Query {
+        var address: IPAddress
+        var interface: Int32?
+        var fibMatch = false
+    }
+
+    private func routes(_ queries: [Query]) throws(NetlinkError) -> [RouteFact?] {
         var results = [RouteFact?](repeating: nil, count: queries.count)
         var start = 0
         while start < queries.count {
@@ -36,7 +76,7 @@ extension Netlink {
             for i in batch {
                 sequence &+= 1
                 indexBySequence[sequence] = i
-                buffer += Self.routeRequest(queries[i].address, interface: queries[i].interface, sequence: sequence)
+                buffer += Self.routeRequest(queries[i], sequence: sequence)
             }
             let sent = try Syscall.netlink("send") { buffer.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) } }
             guard sent == buffer.count else { throw NetlinkError(operation: "send", errno: EMSGSIZE) }
@@ -45,7 +85,14 @@ extension Netlink {
                     for (header, body) in Self.messages(in: datagram[...]) {
                         guard let index = indexBySequence.removeValue(forKey: header.nlmsg_seq) else { continue }
                         if header.nlmsg_type == RTM_NEWROUTE, var (route, _, _, _) = Self.parseRoute(body) {
-                            if let bound = queries[index].interface { route.interfaceIndex = bound }
+                            if let bound = queries[index].interface {
+                                route.interfaceIndex = bound
+                                let hops = Self.nextHops(Self.attributes(body, from: MemoryLayout<rtmsg>.size))
+                                if let hop = hops.first(where: { $0.interfaceIndex == bound }) {
+                                    route.gateway = hop.gateway
+                                    route.hasGateway = hop.hasGateway
+                                }
+                            }
                             results[index] = route
                         }
                         // NLMSG_ERROR: no route (ENETUNREACH…), or a prohibit/blackhole route: nil.
@@ -86,17 +133,18 @@ extension Netlink {
         return result
     }
 
-    /// One `RTM_GETROUTE` request for `address` (bound to `interface` if given), with its header.
-    private nonisolated static func routeRequest(_ address: IPAddress, interface: Int32?, sequence: UInt32) -> [UInt8] {
+    /// One `RTM_GETROUTE` request (bound to a link if the query says so), with its header.
+    private nonisolated static func routeRequest(_ query: Query, sequence: UInt32) -> [UInt8] {
+        let address = query.address
         var message = rtmsg()
         message.rtm_family = UInt8(address.family == .ipv4 ? AF_INET : AF_INET6)
         message.rtm_dst_len = UInt8(address.bytes.count * 8)
-        if interface != nil {
+        if query.fibMatch {
             message.rtm_flags = UInt32(RTM_F_FIB_MATCH)
         }
         var payload = withUnsafeBytes(of: message) { Array($0) }
         payload += attribute(UInt16(RTA_DST.rawValue), address.bytes)
-        if let oif = interface ?? (address.scopeIndex != 0 ? address.scopeIndex : nil) {
+        if let oif = query.interface ?? (address.scopeIndex != 0 ? address.scopeIndex : nil) {
             payload += attribute(UInt16(RTA_OIF.rawValue), withUnsafeBytes(of: oif) { Array($0) })
         }
         var header = nlmsghdr()

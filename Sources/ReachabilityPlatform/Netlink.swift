@@ -136,7 +136,8 @@ public final class Netlink {
             index: info.ifi_index, name: name,
             isUp: info.ifi_flags & UInt32(IFF_UP) != 0,
             hasCarrier: info.ifi_flags & reach_iff_lower_up() != 0,
-            operState: operState, kernelType: type, isTunnel: tunnel)
+            operState: operState, kernelType: type, isTunnel: tunnel,
+            isPointToPoint: info.ifi_flags & UInt32(IFF_POINTOPOINT) != 0)
     }
 
     /// The type the kernel tells: ARPHRD, the link kind, and sysfs `DEVTYPE` / `wireless`.
@@ -189,26 +190,54 @@ public final class Netlink {
             kind = .unusable
         default: return nil
         }
-        var oif = int32(attrs[UInt16(RTA_OIF.rawValue)]) ?? 0
-        var gateway = nextHop(attrs)
-        var hasGateway = gateway != nil || attrs[UInt16(RTA_GATEWAY.rawValue)] != nil
-            || attrs[UInt16(RTA_VIA.rawValue)] != nil
-        if let multipath = attrs[UInt16(RTA_MULTIPATH.rawValue)], multipath.count >= 8 {
-            // The first next hop: struct rtnexthop { u16 len; u8 flags; u8 hops; i32 ifindex; } + attributes.
-            let length = Int(multipath[0]) | Int(multipath[1]) << 8
-            oif = int32(Array(multipath[4..<8])) ?? oif
-            if length > 8 && length <= multipath.count {
-                let hop = attributes(Array(multipath[0..<length]), from: 8)
-                gateway = gateway ?? nextHop(hop)
-                hasGateway = hasGateway || hop[UInt16(RTA_GATEWAY.rawValue)] != nil
-                    || hop[UInt16(RTA_VIA.rawValue)] != nil
-            }
-        }
+        let hops = nextHops(attrs)
+        let first = hops.first
         let table = attrs[UInt16(RTA_TABLE.rawValue)].flatMap(int32).map { UInt32(bitPattern: $0) }
             ?? UInt32(msg.rtm_table)
         let metric = attrs[UInt16(RTA_PRIORITY.rawValue)].flatMap(int32).map { UInt32(bitPattern: $0) } ?? 0
-        let route = RouteFact(kind: kind, hasGateway: hasGateway, interfaceIndex: oif, gateway: gateway, metric: metric)
+        let route = RouteFact(
+            kind: kind, hasGateway: first?.hasGateway ?? false, interfaceIndex: first?.interfaceIndex ?? 0,
+            gateway: first?.gateway, metric: metric, lifetime: lifetime(attrs))
         return (route, msg.rtm_dst_len, table, metric)
+    }
+
+    /// One next hop of a route: its link, and its gateway when it has one.
+    struct NextHop: Equatable {
+        var interfaceIndex: Int32
+        var gateway: String?
+        var hasGateway: Bool
+    }
+
+    /// A route's next hops: its own (`RTA_OIF`, `RTA_GATEWAY`/`RTA_VIA`), or each of
+    /// `RTA_MULTIPATH`'s (`struct rtnexthop { u16 len; u8 flags; u8 hops; i32 ifindex; }`
+    /// and its attributes), as a lookup's answer or a next-hop group's route gives them.
+    nonisolated static func nextHops(_ attrs: [UInt16: [UInt8]]) -> [NextHop] {
+        func hop(_ attrs: [UInt16: [UInt8]], interface: Int32) -> NextHop {
+            NextHop(interfaceIndex: interface, gateway: nextHop(attrs),
+                    hasGateway: attrs[UInt16(RTA_GATEWAY.rawValue)] != nil || attrs[UInt16(RTA_VIA.rawValue)] != nil)
+        }
+        let own = hop(attrs, interface: int32(attrs[UInt16(RTA_OIF.rawValue)]) ?? 0)
+        guard let multipath = attrs[UInt16(RTA_MULTIPATH.rawValue)] else { return [own] }
+        var hops: [NextHop] = []
+        var offset = 0
+        while multipath.count - offset >= 8 {
+            let length = Int(multipath[offset]) | Int(multipath[offset + 1]) << 8
+            guard length >= 8, offset + length <= multipath.count else { break }
+            let index = int32(Array(multipath[offset + 4..<offset + 8])) ?? 0
+            hops.append(hop(attributes(Array(multipath[offset..<offset + length]), from: 8), interface: index))
+            offset += (length + 3) & ~3
+        }
+        return hops.isEmpty ? [own] : hops
+    }
+
+    /// How long the kernel goes on using a routing entry, in milliseconds: its
+    /// `RTA_CACHEINFO` expiry (`struct rta_cacheinfo`, `rta_expires` in `USER_HZ`
+    /// ticks of 10 ms, positive while the entry has a lifetime left); `nil` without one.
+    nonisolated static func lifetime(_ attrs: [UInt16: [UInt8]]) -> UInt32? {
+        guard let info = attrs[UInt16(RTA_CACHEINFO.rawValue)], info.count >= 12,
+            let expires = int32(Array(info[8..<12])), expires > 0
+        else { return nil }
+        return UInt32(expires) * 10
     }
 
     /// The next hop's address literal: `RTA_GATEWAY` (an address of the route's
@@ -235,38 +264,19 @@ public final class Netlink {
     }
 }
 
-/// Which cached route answers a batch of kernel events may have made stale.
-public struct RouteInvalidation: Sendable, Equatable {
-    /// Every answer (a route, rule, next-hop or address changed, or events were lost).
-    public var all = false
-    /// Answers whose route leaves through these links.
-    public var links: Set<Int32> = []
-
-    public init(all: Bool = false, links: Set<Int32> = []) {
-        self.all = all
-        self.links = links
-    }
-
-    public var isEmpty: Bool { !all && links.isEmpty }
-
-    public mutating func formUnion(_ other: RouteInvalidation) {
-        all = all || other.all
-        links.formUnion(other.links)
-    }
-}
-
-/// Listens to the kernel's link, address, route, rule and next-hop multicast
-/// groups, reports that something changed, and says which cached route answers
-/// the events may have made stale. The facts themselves are re-read once per
-/// coalesced evaluation.
+/// Listens to the kernel's link, address, route, rule, next-hop, neighbour and
+/// device-configuration multicast groups, reports that something changed, and
+/// says which cached route answers the events may have made stale
+/// (`StalenessClassifier`, whose table lists every event and why). The facts
+/// themselves are re-read once per coalesced evaluation.
 @LoopActor
 public final class NetlinkMonitor {
     private let fd: Int32
     private var source: SourceHandle?
     /// Where events are read into; kept, since every evaluation reads the socket once more.
     private var receiveBuffer = [UInt8](repeating: 0, count: 32768)
-    /// The last flags seen per link, to tell an administrative change from a carrier change.
-    private var linkFlags: [Int32: UInt32] = [:]
+    /// What each event makes stale.
+    public private(set) var classifier = StalenessClassifier()
 
     /// Binds to the groups. Wraps `bind(2)` on an `AF_NETLINK` socket.
     public init(onChange: @escaping (RouteInvalidation) -> Void) throws(NetlinkError) {
@@ -296,9 +306,10 @@ public final class NetlinkMonitor {
         }
     }
 
-    /// Reads every event the kernel has queued on the socket; `nil` when there was none.
-    /// Also called right before an evaluation, so that a change the kernel made before
-    /// it counts in it (its route lookups would see the change, its cache would not).
+    /// Reads every event the kernel has queued on the socket; `nil` when there was none
+    /// that can move an answer. Also called right before an evaluation, so that a change
+    /// the kernel made before it counts in it (its route lookups would see the change,
+    /// its cache would not).
     public func readQueued() -> RouteInvalidation? {
         var sawSomething = false
         var invalidation = RouteInvalidation()
@@ -307,14 +318,19 @@ public final class NetlinkMonitor {
                 receiveBuffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             }) {
             case .success(let n) where n > 0:
-                sawSomething = true
                 for (header, body) in Netlink.messages(in: receiveBuffer[0..<n]) {
-                    invalidation.formUnion(classify(header.nlmsg_type, body))
+                    let event = Self.event(header.nlmsg_type, body)
+                    let stale = classifier.classify(event)
+                    // Neighbours of addresses that are no followed gateway, other device settings:
+                    // read, and nothing more (no evaluation is scheduled for them).
+                    guard !stale.isEmpty || event.changesFacts else { continue }
+                    sawSomething = true
+                    invalidation.formUnion(stale)
                 }
             case .failure(.noBufferSpace):
                 // The kernel dropped events; forget every cached answer.
                 sawSomething = true
-                invalidation.all = true
+                invalidation.formUnion(classifier.classify(.lost))
             default:
                 break reading
             }
@@ -324,64 +340,47 @@ public final class NetlinkMonitor {
 
     /// Takes the links' state from a dump made after the socket was bound, so that a
     /// link's first event is compared with it instead of being taken as "everything
-    /// about this link changed" (which made the first carrier loss after start-up
-    /// look up every cached route again). An event queued before the dump is older
-    /// than it: compared with it, it can only invalidate needlessly, never miss.
+    /// about this link changed".
     public func seed(_ links: [Int32: LinkFact]) {
-        for (index, link) in links where linkFlags[index] == nil {
-            linkFlags[index] = (link.isUp ? UInt32(IFF_UP) : 0) | (link.hasCarrier ? reach_iff_lower_up() : 0)
+        classifier.seed(links: links.values.map { ($0.index, $0.isUp, $0.hasCarrier) })
+    }
+
+    /// Follows the neighbour state of these gateways (those of the cached answers).
+    public func follow(gateways: Set<String>, replacingOthers: Bool) {
+        if replacingOthers {
+            classifier.keepFollowing(only: gateways)
+        } else {
+            classifier.follow(gateways: gateways)
         }
     }
 
-    /// What one event may change in the answers to "which route would a packet take".
-    private func classify(_ type: UInt16, _ body: [UInt8]) -> RouteInvalidation {
+    /// One rtnetlink message as the classifier's event.
+    nonisolated static func event(_ type: UInt16, _ body: [UInt8]) -> KernelEvent {
         switch Int32(type) {
         case Int32(RTM_NEWLINK), Int32(RTM_DELLINK):
-            guard body.count >= MemoryLayout<ifinfomsg>.size else { return RouteInvalidation(all: true) }
+            guard body.count >= MemoryLayout<ifinfomsg>.size else { return .lost }
             let info = body.withUnsafeBytes { $0.loadUnaligned(as: ifinfomsg.self) }
-            let previous = linkFlags[info.ifi_index]
-            if Int32(type) == Int32(RTM_DELLINK) {
-                linkFlags[info.ifi_index] = nil
-                return RouteInvalidation(links: [info.ifi_index])
-            }
-            linkFlags[info.ifi_index] = info.ifi_flags
-            let up = UInt32(IFF_UP)
-            let carrier = reach_iff_lower_up()
-            guard let previous else { return RouteInvalidation(links: [info.ifi_index]) }
-            // Lost: the answers through this link are stale. Gained: any answer may be.
-            func changed(_ bit: UInt32) -> RouteInvalidation {
-                info.ifi_flags & bit != 0 ? RouteInvalidation(all: true) : RouteInvalidation(links: [info.ifi_index])
-            }
-            // Taking a link down flushes its IPv4 routes and kills its next hops without
-            // a route event; bringing it up revives the next hops of multipath routes,
-            // also silently, and a revived next hop can take a lookup that went elsewhere.
-            if (previous ^ info.ifi_flags) & up != 0 { return changed(up) }
-            // A carrier change moves lookups only where routes through dead links are ignored.
-            if (previous ^ info.ifi_flags) & carrier != 0, Self.ignoresLinkdownRoutes() { return changed(carrier) }
-            return RouteInvalidation()
+            if Int32(type) == Int32(RTM_DELLINK) { return .linkRemoved(index: info.ifi_index) }
+            return .link(index: info.ifi_index, isUp: info.ifi_flags & UInt32(IFF_UP) != 0,
+                         hasCarrier: info.ifi_flags & reach_iff_lower_up() != 0)
+        case Int32(RTM_NEWNEIGH), Int32(RTM_DELNEIGH):
+            guard body.count >= MemoryLayout<ndmsg>.size else { return .other }
+            let message = body.withUnsafeBytes { $0.loadUnaligned(as: ndmsg.self) }
+            guard let destination = Netlink.attributes(body, from: MemoryLayout<ndmsg>.size)[UInt16(NDA_DST)],
+                let address = Netlink.addressText(destination)
+            else { return .other }
+            let state = Int32(type) == Int32(RTM_DELNEIGH) ? NeighbourState.absent : NeighbourState(nud: message.ndm_state)
+            return .neighbour(address: address, state: state)
+        case Int32(RTM_NEWNETCONF), Int32(RTM_DELNETCONF):
+            // struct netconfmsg { u8 ncm_family; }, then attributes from NLMSG_ALIGN(1).
+            let attrs = Netlink.attributes(body, from: 4)
+            return .deviceConfiguration(ignoresLinkdownRoutes: attrs[UInt16(NETCONFA_IGNORE_ROUTES_WITH_LINKDOWN)] != nil)
+        case Int32(RTM_NEWROUTE), Int32(RTM_DELROUTE), Int32(RTM_NEWADDR), Int32(RTM_DELADDR),
+            Int32(RTM_NEWRULE), Int32(RTM_DELRULE), Int32(RTM_NEWNEXTHOP), Int32(RTM_DELNEXTHOP):
+            return .routing
         default:
-            // Routes, addresses (their local and prefix routes), rules, next hops.
-            return RouteInvalidation(all: true)
+            return .other
         }
-    }
-
-    /// `net.ipv{4,6}.conf.*.ignore_routes_with_linkdown` is set anywhere.
-    private static func ignoresLinkdownRoutes() -> Bool {
-        for family in ["ipv4", "ipv6"] {
-            let directory = "/proc/sys/net/\(family)/conf"
-            guard let dir = opendir(directory) else { continue }
-            defer { closedir(dir) }
-            while let entry = readdir(dir) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                    String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-                }
-                guard name != ".", name != ".." else { continue }
-                if Sysfs.read("\(directory)/\(name)/ignore_routes_with_linkdown")?.hasPrefix("1") == true {
-                    return true
-                }
-            }
-        }
-        return false
     }
 
     isolated deinit {

@@ -16,7 +16,7 @@ public enum BackendMode: String, CaseIterable, Sendable {
 /// change once per burst: all events of one main-loop iteration lead to one
 /// `onChange` call, in an idle callback, with no artificial delay.
 @LoopActor
-public final class NetworkObserver {
+public final class NetworkObserver: NetworkFactSource {
     public let mode: BackendMode
     let netlink: Netlink
     private var monitor: NetlinkMonitor?
@@ -114,4 +114,21 @@ extension NetworkObserver {
             return queries.map { _ in nil }
         }
     }
+
+    /// The links the unicast routes of every table leave through (a route dump).
+    public func routedLinks() -> (viaGateway: Set<Int32>, onLink: Set<Int32>) {
+        do {
+            return try netlink.routedLinks()
+        } catch {
+            Log.error("cannot read the routing tables: \(error)")
+            return ([], [])
+        }
+    }
+
+    public func follow(gateways: Set<String>, replacingOthers: Bool) {
+        monitor?.follow(gateways: gateways, replacingOthers: replacingOthers)
+    }
+
+    /// Neighbour events about addresses that are no followed gateway (read, never evaluated).
+    public var ignoredNeighbourEvents: Int { monitor?.classifier.ignoredNeighbourEvents ?? 0 }
 }

@@ -9,14 +9,30 @@ import ReachabilityLoop
 /// on a refresh timer that exists only while host targets exist.
 @LoopActor
 public final class TargetEvaluator {
-    private var observer: NetworkObserver?
+    private var source: NetworkFactSource?
     public let resolver = Resolver()
     public private(set) var facts: NetworkFacts = .unknown
     /// Whether the facts have been read at least once (a first answer exists).
     public private(set) var hasFacts = false
     /// Kernel routes by address.
-    private var routes: [IPAddress: RouteFact?] = [:]
+    private var routes: [IPAddress: CachedRoute] = [:]
     private var refreshTimer: SourceHandle?
+    /// When the first answer in use stops being true on its own: the earliest end of a
+    /// lifetime (`RouteFact.lifetime`) among the cached answers and the path's bound
+    /// answers, in monotonic microseconds; `nil` when none has a lifetime.
+    public private(set) var nextExpiry: Int64?
+    /// Ends at `nextExpiry`: the answers are asked again then (no event says so).
+    private var expiryTimer: SourceHandle?
+    /// The earliest end of a lifetime among the path's last bound answers.
+    private var pathExpiry: Int64?
+    /// How many times the evaluation ran because an answer's lifetime ended.
+    public private(set) var expiries = 0
+
+    /// A cached answer and when its lifetime ends (monotonic microseconds), if it has one.
+    private struct CachedRoute {
+        var route: RouteFact?
+        var expires: Int64?
+    }
     private let refreshInterval: UInt32
 
     /// Where every result goes (weak: the sink owns this evaluator).
@@ -48,8 +64,17 @@ public final class TargetEvaluator {
 
     /// Starts watching the network; the first evaluation follows on the loop.
     public func start(mode: BackendMode) throws(NetlinkError) {
-        observer = try NetworkObserver(mode: mode) { [unowned self] in self.networkChanged() }
+        source = try NetworkObserver(mode: mode) { [unowned self] in self.networkChanged() }
     }
+
+    /// Reads the network from `source` instead (recorded answers a test replays); the
+    /// test calls `networkChanged()` where the live source would have.
+    public func start(source: NetworkFactSource) {
+        self.source = source
+    }
+
+    /// Neighbour events about addresses that are no followed gateway (never evaluated).
+    public var ignoredNeighbourEvents: Int { (source as? NetworkObserver)?.ignoredNeighbourEvents ?? 0 }
 
     /// Re-reads the facts after a change, and forgets the route answers the
     /// kernel's events made stale. `everything` (a refresh) forgets them all.
@@ -57,12 +82,17 @@ public final class TargetEvaluator {
     /// looked up and cached like any other address's.
     public func reload(everything: Bool = false) {
         // Invalidation first: it reads the events still queued, which the facts must not predate.
-        let stale = observer?.takeRouteInvalidation() ?? RouteInvalidation(all: true)
-        facts = observer?.facts() ?? .unknown
+        let stale = source?.takeRouteInvalidation() ?? RouteInvalidation(all: true)
+        facts = source?.facts() ?? .unknown
         if everything || stale.all {
             routes.removeAll(keepingCapacity: true)
-        } else if !stale.links.isEmpty {
-            routes = routes.filter { _, route in !(route.map { stale.links.contains($0.interfaceIndex) } ?? false) }
+        } else {
+            let now = MonotonicClock.microseconds()
+            // Answers through links the events named, and answers whose lifetime has ended.
+            routes = routes.filter { _, cached in
+                if let expires = cached.expires, expires <= now + Self.expirySlack { return false }
+                return !(cached.route.map { stale.links.contains($0.interfaceIndex) } ?? false)
+            }
         }
         if facts.backend != .none {
             prefetchRoutes(Self.internetDestinations.flatMap(\.addresses))
@@ -70,27 +100,51 @@ public final class TargetEvaluator {
                 facts.internetRoutes[family] = addresses.map(route)
             }
             if facts.links.values.contains(where: { $0.isUsable && Engine.isVPN($0, facts: facts) }) {
-                facts.underlayRoutes = underlayRoutes()
+                facts.underlayLinks = underlayLinks()
             }
         }
         sink?.factsReloaded(facts)
     }
 
-    /// The kernel's routes to the first internet destination of each family for
-    /// packets bound to each usable link that is neither a VPN nor loopback: the
-    /// paths a tunnel's own packets can take (`Engine.hasUnderlay`). Asked on
-    /// every reload while a VPN link can carry packets, never otherwise. `nil`
-    /// (not asked) when this namespace has no such link at all, usable or not:
-    /// the tunnel's packets then leave from another namespace (a WireGuard
-    /// device moved into a container), whose links cannot be seen from here.
-    private func underlayRoutes() -> [RouteFact?]? {
+    /// The links a tunnel's packets can leave the machine through: those with a
+    /// unicast route through a gateway (in any table: a host route to the VPN
+    /// server is enough), and point-to-point links with any unicast route
+    /// (`Engine.hasUnderlay` judges them). Asked on every reload while a VPN link
+    /// can carry packets, never otherwise. `nil` (not asked) when this namespace
+    /// has no link that is neither a VPN nor loopback: the tunnel's packets then
+    /// leave from another namespace (a WireGuard device moved into a container),
+    /// whose links cannot be seen from here.
+    private func underlayLinks() -> Set<Int32>? {
         let candidates = facts.links.values.filter { $0.kernelType != .loopback && !Engine.isVPN($0, facts: facts) }
-        guard !candidates.isEmpty else { return nil }
-        let queries = candidates.filter(\.isUsable).map(\.index).sorted().flatMap { link in
-            Self.internetDestinations.map { (address: $0.addresses[0], interface: link) }
+        guard !candidates.isEmpty, let source else { return nil }
+        let routed = source.routedLinks()
+        return routed.viaGateway.union(routed.onLink.filter { facts.links[$0]?.isPointToPoint == true })
+    }
+
+    /// A lifetime is taken to have ended this early (the kernel counts it in ticks of
+    /// up to 10 ms, and tells it rounded down): 20 ms.
+    nonisolated static let expirySlack: Int64 = 20_000
+
+    /// Arms the one timer at the earliest end of a lifetime among the answers in use
+    /// (none when no answer has one: a route without a lifetime arms nothing), and
+    /// follows the neighbour state of the gateways the answers go through.
+    private func answersSettled() {
+        let earliest = ([pathExpiry] + routes.values.map(\.expires)).compactMap { $0 }.min()
+        if earliest != nextExpiry || (earliest != nil && expiryTimer == nil) {
+            nextExpiry = earliest
+            expiryTimer = earliest.map { deadline in
+                let wait = max(0, deadline - MonotonicClock.microseconds() + Self.expirySlack) / 1000
+                return Sources.after(milliseconds: UInt32(clamping: wait)) { [unowned self] in
+                    self.expiryTimer = nil
+                    self.nextExpiry = nil
+                    self.expiries += 1
+                    self.networkChanged()
+                }
+            }
         }
-        guard let observer, !queries.isEmpty else { return [] }
-        return observer.routes(bound: queries)
+        var gateways = Set(routes.values.compactMap { $0.route?.gateway })
+        gateways.formUnion(pathState.interfaces.flatMap(\.gateways))
+        source?.follow(gateways: gateways, replacingOthers: false)
     }
 
     /// What the internet target asks the kernel: the route a packet to each of
@@ -108,12 +162,13 @@ public final class TargetEvaluator {
 
     /// One evaluation of every target after a burst of changes; host names are
     /// looked up again (their routes are re-evaluated at once meanwhile).
-    func networkChanged() {
+    public func networkChanged() {
         let start = MonotonicClock.microseconds()
         reload()
         hasFacts = true
         let targets = sink?.evaluatedTargets ?? []
         prefetchRoutes(for: targets)
+        defer { answersSettled() }
         let states = targets.map { state(of: $0) }
         let evaluated = MonotonicClock.microseconds()
         var changed = 0
@@ -143,6 +198,7 @@ public final class TargetEvaluator {
     /// new facts too, while wanted.
     public func reloaded() {
         if isPathWanted && hasFacts { evaluatePath() }
+        answersSettled()
     }
 
     /// Evaluates the `Path` facts from the current facts, asking the kernel for
@@ -150,10 +206,11 @@ public final class TargetEvaluator {
     private func evaluatePath() {
         let start = MonotonicClock.microseconds()
         let state: PathState
-        if let observer, facts.backend != .none {
-            state = Engine.evaluatePaths(facts, bound: boundRoutes(observer), dnsConfigured: observer.dnsConfigured())
+        if let source, facts.backend != .none {
+            state = Engine.evaluatePaths(facts, bound: boundRoutes(source), dnsConfigured: source.dnsConfigured())
         } else {
             state = .none
+            pathExpiry = nil
         }
         pathEvaluations += 1
         let changed = state != pathState
@@ -167,14 +224,19 @@ public final class TargetEvaluator {
     /// for packets bound to it (`RTM_F_FIB_MATCH`), in one batch. Loopback and links
     /// that cannot carry packets (down, no carrier) are not asked: they are not usable
     /// whatever their routes.
-    private func boundRoutes(_ observer: NetworkObserver) -> [Int32: Engine.BoundRoutes] {
+    private func boundRoutes(_ source: NetworkFactSource) -> [Int32: Engine.BoundRoutes] {
         let links = facts.links.values.filter { $0.kernelType != .loopback && $0.isUsable }.map(\.index).sorted()
         let queries = links.flatMap { link in
             Self.internetDestinations.map { (address: $0.addresses[0], interface: link) }
         }
+        pathExpiry = nil
         guard !queries.isEmpty else { return [:] }
         var result: [Int32: Engine.BoundRoutes] = [:]
-        for (query, route) in zip(queries, observer.routes(bound: queries)) {
+        let now = MonotonicClock.microseconds()
+        for (query, route) in zip(queries, source.routes(bound: queries)) {
+            if let lifetime = route?.lifetime {
+                pathExpiry = min(pathExpiry ?? .max, now + Int64(lifetime) * 1000)
+            }
             if query.address.family == .ipv4 {
                 result[query.interface, default: .init()].ipv4 = route
             } else {
@@ -185,8 +247,8 @@ public final class TargetEvaluator {
     }
 
     private func route(_ address: IPAddress) -> RouteFact? {
-        if let cached = routes[address] { return cached }
-        let route = observer?.routes(to: [address]).first ?? nil
+        if let cached = routes[address] { return cached.route }
+        let route = source?.routes(to: [address]).first ?? nil
         remember(route, for: address)
         return route
     }
@@ -212,7 +274,8 @@ public final class TargetEvaluator {
 
     private func remember(_ route: RouteFact?, for address: IPAddress) {
         if routes.count >= Self.routeCacheLimit { routes.removeAll() }
-        routes[address] = route
+        let expires = route?.lifetime.map { MonotonicClock.microseconds() + Int64($0) * 1000 }
+        routes[address] = CachedRoute(route: route, expires: expires)
     }
 
     /// Looks the routes of every address of `targets` up in batches, ahead of evaluating them.
@@ -235,8 +298,8 @@ public final class TargetEvaluator {
         for address in addresses where routes[address] == nil && seen.insert(address).inserted {
             wanted.append(address)
         }
-        guard let observer, !wanted.isEmpty else { return }
-        for (address, route) in zip(wanted, observer.routes(to: wanted)) { remember(route, for: address) }
+        guard let source, !wanted.isEmpty else { return }
+        for (address, route) in zip(wanted, source.routes(to: wanted)) { remember(route, for: address) }
     }
 
     private func addressRoute(_ address: IPAddress) -> Engine.AddressRoute {
@@ -273,7 +336,7 @@ public final class TargetEvaluator {
     /// The state of an address now, for a one-shot query: its route is not kept (a caller
     /// asking about ever new addresses must not grow the cache).
     public func state(of address: IPAddress) -> TargetState {
-        let route = routes[address] ?? observer?.routes(to: [address]).first ?? nil
+        let route = routes[address].map(\.route) ?? source?.routes(to: [address]).first ?? nil
         return Engine.evaluateAddresses(
             [Engine.AddressRoute(address: address.description, family: address.family, route: route)], facts: facts)
     }

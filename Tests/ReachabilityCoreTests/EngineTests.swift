@@ -249,22 +249,25 @@ struct UnderlayTests {
     private static let viaTun = RouteFact(kind: .unicast, hasGateway: false, interfaceIndex: 3)
     private static let viaEth0 = RouteFact(kind: .unicast, hasGateway: true, interfaceIndex: 2)
 
-    private func facts(underlay: [RouteFact?]?, eth0: LinkFact = eth0) -> NetworkFacts {
-        NetworkFacts(backend: .kernel, links: [2: eth0, 3: Self.tun0],
-                     internetRoutes: [.ipv4: [Self.viaTun, Self.viaTun, Self.viaTun]], underlayRoutes: underlay)
+    private static let ppp0 = LinkFact(index: 4, name: "ppp0", isUp: true, hasCarrier: true, operState: .unknown,
+                                       kernelType: .wwan, isTunnel: false, isPointToPoint: true)
+
+    private func facts(underlay: Set<Int32>?, eth0: LinkFact = eth0) -> NetworkFacts {
+        NetworkFacts(backend: .kernel, links: [2: eth0, 3: Self.tun0, 4: Self.ppp0],
+                     internetRoutes: [.ipv4: [Self.viaTun, Self.viaTun, Self.viaTun]], underlayLinks: underlay)
     }
 
-    @Test("a full tunnel with a path outside it: reachable, TransientConnection, Vpn")
-    func withUnderlay() {
-        let state = Engine.evaluateInternet(facts(underlay: [Self.viaEth0, nil]))
+    @Test("a full tunnel over a link with a route off it (a default route, or openconnect's host route to the VPN server), or a point-to-point link with a route: reachable, TransientConnection, Vpn",
+          arguments: [[2], [2, 3], [4]] as [Set<Int32>])
+    func withUnderlay(underlay: Set<Int32>) {
+        let state = Engine.evaluateInternet(facts(underlay: underlay))
         #expect(state.flags == [.reachable, .transientConnection])
         #expect(state.isVPN && state.interface == "tun0")
     }
 
-    @Test("no path outside the tunnel (no route, a dead link, only the tunnel, nothing asked for): not reachable",
-          arguments: [[nil], [], [RouteFact(kind: .unicast, hasGateway: false, interfaceIndex: 3)],
-                      [RouteFact(kind: .unusable, hasGateway: false, interfaceIndex: 2)]] as [[RouteFact?]])
-    func withoutUnderlay(underlay: [RouteFact?]) {
+    @Test("no link outside the tunnel with a route off it (none, only the tunnel's own, an unknown link): not reachable",
+          arguments: [[], [3], [9]] as [Set<Int32>])
+    func withoutUnderlay(underlay: Set<Int32>) {
         let state = Engine.evaluateInternet(facts(underlay: underlay))
         #expect(state.flags == [])
         #expect(!state.isVPN && state.interface == "")
@@ -275,7 +278,7 @@ struct UnderlayTests {
     func underlayLostCarrier() {
         let dead = LinkFact(index: 2, name: "eth0", isUp: true, hasCarrier: false, operState: .down,
                             kernelType: .ethernet, isTunnel: false)
-        #expect(Engine.evaluateInternet(facts(underlay: [Self.viaEth0], eth0: dead)).flags == [])
+        #expect(Engine.evaluateInternet(facts(underlay: [2], eth0: dead)).flags == [])
     }
 
     @Test("not asked (nil): the rule is not applied")

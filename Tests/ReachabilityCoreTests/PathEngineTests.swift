@@ -72,7 +72,8 @@ struct PathEngineTests {
                                          bound: bound, dnsConfigured: false)
         #expect(state.interfaces[0].gateways == ["192.0.2.1", "fe80::1"])
         let same: [Int32: Engine.BoundRoutes] = [2: .init(ipv4: via(2, "fe80::1"), ipv6: via(2, "fe80::1"))]
-        #expect(Engine.evaluatePaths(facts([eth0]), bound: same, dnsConfigured: false).interfaces[0].gateways
+        let internet = facts([eth0], v4: via(2, "fe80::1"), v6: via(2, "fe80::1"))
+        #expect(Engine.evaluatePaths(internet, bound: same, dnsConfigured: false).interfaces[0].gateways
                 == ["fe80::1"])
     }
 
@@ -91,7 +92,7 @@ struct PathEngineTests {
     func tunnel() {
         let tunRoute = via(5, nil, metric: 20)
         var withUnderlay = facts([eth0, tun0], v4: tunRoute)
-        withUnderlay.underlayRoutes = [via(2, "192.0.2.1"), nil]
+        withUnderlay.underlayLinks = [2]
         let bound: [Int32: Engine.BoundRoutes] = [2: .init(ipv4: via(2, "192.0.2.1")), 5: .init(ipv4: tunRoute)]
         let state = Engine.evaluatePaths(withUnderlay, bound: bound, dnsConfigured: false)
         #expect(state.interfaces.map(\.name) == ["tun0", "eth0"])
@@ -100,7 +101,7 @@ struct PathEngineTests {
 
         var noUnderlay = withUnderlay
         noUnderlay.links[2] = link(2, "eth0", carrier: false)
-        noUnderlay.underlayRoutes = [nil, nil]
+        noUnderlay.underlayLinks = []
         let lost = Engine.evaluatePaths(noUnderlay, bound: bound, dnsConfigured: false)
         #expect(lost.interfaces.allSatisfy { !$0.isUsable })
         #expect(lost.flags == [])

@@ -1,0 +1,163 @@
+/// Which kernel events can move the kernel's answer to "which route would a
+/// packet take", and so which cached answers they make stale. Pure: the
+/// platform layer parses rtnetlink into `KernelEvent`s and asks a
+/// `StalenessClassifier`, which keeps the little state the rules need (each
+/// link's last flags, each followed gateway's last neighbour state).
+///
+/// The events, and why each can move an answer:
+///
+/// | event | why | stale |
+/// |---|---|---|
+/// | route, rule, next-hop object added or removed | the lookup itself changes | every answer |
+/// | address added or removed | its local and prefix routes come and go with it | every answer |
+/// | link removed | its routes and next hops go without a route event | answers through it |
+/// | link down, or carrier lost | IPv4 flushes the link's routes and next-hop objects without `RTM_DELROUTE`/`RTM_DELNEXTHOP`, and a multipath route is rebalanced over its live next hops | every answer |
+/// | link up, or carrier back | dead next hops revive, silently | every answer |
+/// | neighbour state of a followed gateway | with several default routes the kernel prefers a gateway whose neighbour is not failed (IPv4 `fib_select_default`, IPv6 router reachability) | every answer |
+/// | neighbour of any other address | cannot move an answer | none |
+/// | `ignore_routes_with_linkdown` switched (`RTM_NEWNETCONF`) | routes through links without carrier are used, or skipped, from then on | every answer |
+/// | other device configuration (forwarding, `rp_filter`…) | not part of an output lookup | none |
+/// | an answer's lifetime ends (`RTA_CACHEINFO` expiry, an RA's default route) | the kernel stops using an expired route before it deletes it | every answer (a timer, not an event) |
+/// | events lost (`ENOBUFS`) | anything may have changed | every answer |
+public enum KernelEvent: Sendable, Equatable {
+    /// `RTM_NEWLINK` with the link's `IFF_UP` and carrier (`IFF_LOWER_UP`) bits.
+    case link(index: Int32, isUp: Bool, hasCarrier: Bool)
+    /// `RTM_DELLINK`.
+    case linkRemoved(index: Int32)
+    /// A route, policy rule, next-hop object or address was added or removed.
+    case routing
+    /// `RTM_NEWNEIGH` / `RTM_DELNEIGH` for `address` (its literal), in `state` (`.absent` when removed).
+    case neighbour(address: String, state: NeighbourState)
+    /// `RTM_NEWNETCONF`; `ignoresLinkdownRoutes` tells whether it carries
+    /// `NETCONFA_IGNORE_ROUTES_WITH_LINKDOWN` (the one setting an output lookup reads).
+    case deviceConfiguration(ignoresLinkdownRoutes: Bool)
+    /// The kernel dropped events (`ENOBUFS` on the socket).
+    case lost
+    /// Anything else on the socket.
+    case other
+
+    /// Whether the event can change the facts an evaluation reads besides route
+    /// answers (a link's name, state or type; its addresses), so that it is
+    /// evaluated even when it makes no answer stale.
+    public var changesFacts: Bool {
+        switch self {
+        case .link, .linkRemoved, .routing, .lost: true
+        case .neighbour, .deviceConfiguration, .other: false
+        }
+    }
+}
+
+/// A neighbour entry's state, in the classes the kernel's route choice tells apart
+/// (`NUD_*`): reachable, valid but not confirmed (stale, delay, probe, permanent,
+/// noarp), being resolved, failed, or no entry.
+public enum NeighbourState: Sendable, Hashable {
+    case reachable, valid, incomplete, failed, absent
+
+    /// From the `ndm_state` bits of a neighbour message.
+    public init(nud: UInt16) {
+        switch nud {
+        case _ where nud & 0x02 != 0: self = .reachable  // NUD_REACHABLE
+        case _ where nud & (0x04 | 0x08 | 0x10 | 0x40 | 0x80) != 0: self = .valid  // STALE DELAY PROBE NOARP PERMANENT
+        case _ where nud & 0x20 != 0: self = .failed  // NUD_FAILED
+        case _ where nud & 0x01 != 0: self = .incomplete  // NUD_INCOMPLETE
+        default: self = .absent  // NUD_NONE
+        }
+    }
+}
+
+/// Which cached route answers a batch of kernel events may have made stale.
+public struct RouteInvalidation: Sendable, Equatable {
+    /// Every answer (a route, rule, next-hop or address changed, or events were lost).
+    public var all = false
+    /// Answers whose route leaves through these links.
+    public var links: Set<Int32> = []
+
+    public init(all: Bool = false, links: Set<Int32> = []) {
+        self.all = all
+        self.links = links
+    }
+
+    public var isEmpty: Bool { !all && links.isEmpty }
+
+    public mutating func formUnion(_ other: RouteInvalidation) {
+        all = all || other.all
+        links.formUnion(other.links)
+    }
+}
+
+/// Classifies kernel events (the table on `KernelEvent`). The state it keeps: each
+/// link's last up and carrier bits (so that an event that changes neither is not
+/// taken for a change), and the gateways to follow with their last neighbour state.
+public struct StalenessClassifier: Sendable {
+    private var linkState: [Int32: (isUp: Bool, hasCarrier: Bool)] = [:]
+    /// The gateways whose neighbour state can move an answer: those of the cached
+    /// answers, and those they replaced (a gateway that failed and was left can come
+    /// back), with the last state seen (`nil`: none seen yet).
+    public private(set) var gateways: [String: NeighbourState?] = [:]
+    /// Neighbour events about addresses that are no followed gateway: counted, never evaluated.
+    public private(set) var ignoredNeighbourEvents = 0
+
+    public init() {}
+
+    /// Takes each link's state from a dump made after the socket was bound, so that
+    /// a link's first event is compared with it. An event queued before the dump is
+    /// older than it: compared with it, it can only invalidate needlessly, never miss.
+    public mutating func seed(links: [(index: Int32, isUp: Bool, hasCarrier: Bool)]) {
+        for link in links where linkState[link.index] == nil {
+            linkState[link.index] = (link.isUp, link.hasCarrier)
+        }
+    }
+
+    /// Follows the neighbour state of these gateways from now on (added to those
+    /// followed already: a gateway an answer left stays followed).
+    public mutating func follow(gateways addresses: Set<String>) {
+        // Bounded: past this many, only the gateways in use now are followed.
+        if gateways.count + addresses.count > Self.followedLimit {
+            gateways = gateways.filter { addresses.contains($0.key) }
+        }
+        for address in addresses where gateways[address] == nil {
+            gateways[address] = .some(nil)
+        }
+    }
+
+    /// The most gateways followed at once.
+    public static let followedLimit = 4096
+
+    /// Forgets the followed gateways but those given (after every answer was asked again).
+    public mutating func keepFollowing(only addresses: Set<String>) {
+        gateways = gateways.filter { addresses.contains($0.key) }
+        follow(gateways: addresses)
+    }
+
+    /// What `event` makes stale.
+    public mutating func classify(_ event: KernelEvent) -> RouteInvalidation {
+        switch event {
+        case .routing, .lost:
+            return RouteInvalidation(all: true)
+        case .linkRemoved(let index):
+            linkState[index] = nil
+            return RouteInvalidation(links: [index])
+        case .link(let index, let isUp, let hasCarrier):
+            let previous = linkState[index]
+            linkState[index] = (isUp, hasCarrier)
+            // A new link: answers can only have named it by index after it existed.
+            guard let previous else { return RouteInvalidation(links: [index]) }
+            // Down or up, carrier lost or back: the kernel flushes or revives routes and
+            // next hops of the link without a route event, and rebalances multipath routes.
+            if previous.isUp != isUp || previous.hasCarrier != hasCarrier { return RouteInvalidation(all: true) }
+            return RouteInvalidation()
+        case .neighbour(let address, let state):
+            guard let last = gateways[address] else {
+                ignoredNeighbourEvents += 1
+                return RouteInvalidation()
+            }
+            gateways[address] = state
+            // Stale, delay and probe are alike to the kernel's choice; a first sighting counts.
+            return last == state ? RouteInvalidation() : RouteInvalidation(all: true)
+        case .deviceConfiguration(let ignoresLinkdownRoutes):
+            return RouteInvalidation(all: ignoresLinkdownRoutes)
+        case .other:
+            return RouteInvalidation()
+        }
+    }
+}

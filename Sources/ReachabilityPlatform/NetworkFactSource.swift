@@ -1,0 +1,27 @@
+import ReachabilityCore
+import ReachabilityLoop
+
+/// Everything an evaluation reads of the network, behind one seam: the live
+/// kernel and NetworkManager (`NetworkObserver`), or answers recorded from them
+/// that a test replays. The evaluator asks nothing of the network but through it.
+@LoopActor
+public protocol NetworkFactSource: AnyObject {
+    /// The cached route answers the kernel's events have made stale since the
+    /// last call (the events still queued included).
+    func takeRouteInvalidation() -> RouteInvalidation
+    /// Links, NetworkManager's devices and connectivity, the backend.
+    func facts() -> NetworkFacts
+    /// The kernel's route for each address (`ip route get`); `nil`: no route.
+    func routes(to addresses: [IPAddress]) -> [RouteFact?]
+    /// The routing-table entry for each address for packets bound to a link
+    /// (`ip route get fibmatch ADDR oif LINK`); `nil`: none leads there.
+    func routes(bound queries: [(address: IPAddress, interface: Int32)]) -> [RouteFact?]
+    /// The links unicast routes of any table leave through: through a gateway,
+    /// or on-link (what a tunnel's underlay needs, `Engine.hasUnderlay`).
+    func routedLinks() -> (viaGateway: Set<Int32>, onLink: Set<Int32>)
+    /// Name resolution is configured.
+    func dnsConfigured() -> Bool
+    /// The gateways whose neighbour state can move the cached answers: their
+    /// neighbour events make answers stale, nobody else's do.
+    func follow(gateways: Set<String>, replacingOthers: Bool)
+}
