@@ -72,6 +72,48 @@ struct NetlinkParsingTests {
         #expect(link.isUsable)
     }
 
+    // ip -6 route get fibmatch 2001:4860:4860::8888 with "default via 2001:db8:1::1 dev a0 expires 300":
+    // the entry, with RTA_CACHEINFO's rta_expires = 29989 ticks of 10 ms.
+    static let expiring = "740000001800000007000000f70900000a000000fe0300010000000008000f00fe00000008000600000400001400050020010db8000100000000000000000001080004000200000024000c0000000000000000002575000000000000000000000000000000000000000000000500140000000000"
+    // ip route get fibmatch 8.8.8.8 oif 3 with a multipath default route over 192.0.2.1 dev 2 and
+    // 198.51.100.1 dev 3: the entry, both next hops in RTA_MULTIPATH.
+    static let multipath = "500000001800000007000000230a000002000000fe0300010000000008000f00fe000000080006006400000024000900100000000200000008000500c0000201100000000300000008000500c6336401"
+    // ip monitor: 192.0.2.1 dev 2 FAILED (RTM_NEWNEIGH).
+    static let neighbourFailed = "400000001c00000000000000770a000002000000020000002000000108000100c00002010800040000000000140003000a0000000a0000000a00000001000000"
+    // ip monitor: RTM_NEWNETCONF for ignore_routes_with_linkdown on link 3, then for forwarding.
+    static let ignoreLinkdown = "240000005000000000000000000000000200000008000100030000000800060001000000"
+    static let forwarding = "240000005000000000000000000000000200000008000100030000000800020001000000"
+
+    @Test("an IPv6 routing entry's lifetime, from RTA_CACHEINFO; none on a route without one")
+    func lifetime() throws {
+        let body = try #require(Self.body(Self.expiring, type: Int32(RTM_NEWROUTE)))
+        let route = try #require(Netlink.parseRoute(body)).0
+        #expect(route.lifetime == 299_890 && route.gateway == "2001:db8:1::1" && route.interfaceIndex == 2)
+        let plain = try #require(Self.body(Self.viaGateway, type: Int32(RTM_NEWROUTE)))
+        #expect(try #require(Netlink.parseRoute(plain)).0.lifetime == nil)
+    }
+
+    @Test("a multipath entry: every next hop with its own link and gateway")
+    func multipathHops() throws {
+        let body = try #require(Self.body(Self.multipath, type: Int32(RTM_NEWROUTE)))
+        let hops = Netlink.nextHops(Netlink.attributes(body, from: MemoryLayout<rtmsg>.size))
+        #expect(hops == [Netlink.NextHop(interfaceIndex: 2, gateway: "192.0.2.1", hasGateway: true),
+                         Netlink.NextHop(interfaceIndex: 3, gateway: "198.51.100.1", hasGateway: true)])
+    }
+
+    @Test("neighbour and device-configuration events as the classifier's events")
+    func events() throws {
+        let neighbour = try #require(Self.body(Self.neighbourFailed, type: Int32(RTM_NEWNEIGH)))
+        #expect(NetlinkMonitor.event(UInt16(RTM_NEWNEIGH), neighbour) == .neighbour(address: "192.0.2.1", state: .failed))
+        #expect(NetlinkMonitor.event(UInt16(RTM_DELNEIGH), neighbour) == .neighbour(address: "192.0.2.1", state: .absent))
+        let linkdown = try #require(Self.body(Self.ignoreLinkdown, type: Int32(RTM_NEWNETCONF)))
+        #expect(NetlinkMonitor.event(UInt16(RTM_NEWNETCONF), linkdown) == .deviceConfiguration(ignoresLinkdownRoutes: true))
+        let forwarding = try #require(Self.body(Self.forwarding, type: Int32(RTM_NEWNETCONF)))
+        #expect(NetlinkMonitor.event(UInt16(RTM_NEWNETCONF), forwarding) == .deviceConfiguration(ignoresLinkdownRoutes: false))
+        #expect(NetlinkMonitor.event(UInt16(RTM_NEWROUTE), []) == .routing)
+        #expect(NetlinkMonitor.event(UInt16(RTM_NEWNEIGH), [1, 2]) == .other, "truncated")
+    }
+
     @Test("truncated and malformed datagrams give what is whole, and never read past the end")
     func truncated() {
         let full = Self.bytes(Self.viaGateway)
