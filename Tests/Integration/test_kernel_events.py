@@ -307,6 +307,7 @@ def test_multipath_gives_each_link_its_own_gateway(online):
     second_uplink(lab)
     path = path_interfaces(lab)
     try:
+        mark = recorder.mark()
         lab.ip_a("route", "replace", "default", "metric", UPLINK_METRIC, "nexthop", "via", GATEWAY_V4, "dev", UPLINK,
                  "nexthop", "via", SECOND_GATEWAY_V4, "dev", SECOND)
         expected = {UPLINK: [GATEWAY_V4], SECOND: [SECOND_GATEWAY_V4]}
@@ -315,16 +316,17 @@ def test_multipath_gives_each_link_its_own_gateway(online):
             return {name: entry[2] for name, entry in by_name(path).items() if name in expected}
         path.wait(lambda _: gateways() == expected, "each link with its own gateway (next hops)")
 
-        lab.ip_a("route", "del", "default", "metric", UPLINK_METRIC)
         lab.ip_a("nexthop", "add", "id", "1", "via", GATEWAY_V4, "dev", UPLINK)
         lab.ip_a("nexthop", "add", "id", "2", "via", SECOND_GATEWAY_V4, "dev", SECOND)
         lab.ip_a("nexthop", "add", "id", "3", "group", "1/2")
-        lab.ip_a("route", "add", "default", "nhid", "3", "metric", UPLINK_METRIC)
+        lab.ip_a("route", "replace", "default", "nhid", "3", "metric", UPLINK_METRIC)
+        assert "nhid 3" in lab.ip_a("route", "show", "default").stdout
         online.sync()
         path.barrier()
         assert gateways() == expected, by_name(path)
         assert all(v4 for v4, _, _ in by_name(path).values()), by_name(path)
-        recorder.assert_announced(recorder.mark())
+        assert recorder.status_changes(mark) == [], recorder.describe(mark)
+        recorder.assert_announced(mark)
     finally:
         path.close()
 
