@@ -371,3 +371,56 @@ def test_target_and_path_agree_per_family(online):
         recorder.assert_announced(mark)
     finally:
         path.close()
+
+
+# --- 3, IPv6: router advertisements and router reachability ---------------------------------------
+
+
+def advertise(lab, peer: str) -> harness.Process:
+    """dnsmasq in namespace B sending router advertisements on ``peer`` (its prefix, a default
+    route of 600 s, every 4 s), as a home router does; no DNS, no DHCP."""
+    argv = harness.Namespaces.exec_argv(lab.ns_b) + [
+        harness.need_tool("dnsmasq"), "--keep-in-foreground", "--no-resolv", "--no-hosts", "--port=0",
+        f"--interface={peer}", "--bind-interfaces", "--enable-ra", f"--dhcp-range=::,constructor:{peer},ra-only,64,60",
+        f"--ra-param={peer},4,600", f"--pid-file={lab.directory / (peer + '.pid')}", "--log-facility=-"]
+    return harness.Process(f"dnsmasq RA on {peer}", argv, lab.directory / f"ra-{peer}.log")
+
+
+def test_ipv6_router_neighbour_failed(online):
+    """IPv6 alone, from two routers' advertisements (kveth0's and kveth1's): two default routes
+    learnt with a lifetime, and the kernel uses one router. Its neighbour entry marked failed: the
+    kernel prefers the other router, and so does the daemon; back to reachable: the kernel's choice
+    again. Flags never change: no StatusChanged."""
+    lab, recorder = online.lab, online.recorder
+    second_uplink(lab)
+    ipv6_uplinks(lab, second=True)
+    for link in (UPLINK, SECOND):
+        lab.namespaces.sysctl(lab.ns_a, f"net.ipv6.conf.{link}.accept_ra", "1")
+    routers = [advertise(lab, UPLINK_PEER), advertise(lab, SECOND_PEER)]
+    try:
+        def learnt():
+            return lab.ip_a("-6", "route", "show", "default").stdout.count("proto ra")
+        # No signal says that the kernel learnt both routers (the first one changes nothing we export).
+        harness.wait_until(lambda: learnt() == 2, harness.CHANGE_TIMEOUT, "default routes from both routers",
+                           lambda: lab.ip_a("-6", "route").stdout, poll=0.1)
+        mark = recorder.mark()
+        lab.ip_a("route", "del", "default", "via", GATEWAY_V4, "dev", UPLINK)
+        used = kernel_choice(lab, INTERNET_V6)
+        other = SECOND if used == UPLINK else UPLINK
+        ipv6_only = dict(KERNEL_CONNECTED, ReachableIPv4=False, ReachableIPv6=True)
+        recorder.wait_props(dict(ipv6_only, Interface=used), "IPv6 alone, through the router in use", mark=mark)
+        gateway = route_get(lab, INTERNET_V6[0]).split(" via ")[1].split()[0]
+
+        lab.ip_a("-6", "neigh", "replace", gateway, "dev", used, "nud", "failed")
+        recorder.wait_props(dict(ipv6_only, Interface=other), "the other router once the first one failed",
+                            mark=mark)
+        assert kernel_choice(lab, INTERNET_V6) == other, kernel_interfaces(lab, INTERNET_V6)
+
+        lab.ip_a("-6", "neigh", "replace", gateway, "dev", used, "lladdr", "02:00:00:00:01:02", "nud", "reachable")
+        recorder.wait(lambda props: props["Interface"] == kernel_choice(lab, INTERNET_V6),
+                      "the kernel's choice once the first router is reachable again", mark=mark)
+        assert recorder.status_changes(mark) == [], recorder.describe(mark)
+        recorder.assert_announced(mark)
+    finally:
+        for router in routers:
+            router.stop()
