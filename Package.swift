@@ -59,17 +59,20 @@ let package = Package(
         .executableTarget(
             name: "reachabilityd",
             dependencies: ["ReachabilityService", "ReachabilityLoop", "ReachabilityBus"]),
-        // The client library and the command-line client built on it.
+        // The client runtime the three client products share: the daemon-or-in-process
+        // choice, the daemon client, the in-process engine, the feeds, the loop thread.
         .target(
-            name: "Reachability",
+            name: "ReachabilityRuntime",
             dependencies: ["ReachabilityCore", "ReachabilityLoop", "ReachabilityBus", "ReachabilityPlatform"]),
+        // Alamofire's NetworkReachabilityManager on the runtime, and the command-line client built on it.
+        .target(name: "Reachability", dependencies: ["ReachabilityRuntime", "ReachabilityCore"]),
         .executableTarget(
             name: "reachctl",
             dependencies: ["Reachability", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // An application on the library (also driven by the integration tests).
         .executableTarget(name: "reachability-example", dependencies: ["Reachability"]),
-        // NWPathMonitor and friends; the runtime and its backends are Reachability's.
-        .target(name: "NetworkPath", dependencies: ["Reachability", "ReachabilityCore"]),
+        // NWPathMonitor and friends, on the same runtime.
+        .target(name: "NetworkPath", dependencies: ["ReachabilityRuntime", "ReachabilityCore"]),
         // Code written for Apple's Network framework, unchanged (driven by the integration tests).
         .executableTarget(name: "network-path-example", dependencies: ["NetworkPath"]),
 
@@ -89,7 +92,9 @@ let package = Package(
         .testTarget(name: "ReachabilityServiceTests", dependencies: ["ReachabilityService", "ReachabilityBus"]),
         .testTarget(
             name: "ReachabilityTests",
-            dependencies: ["Reachability", "ReachabilityBus", "ReachabilityCore", "ReachabilityLoop"]),
+            dependencies: [
+                "Reachability", "ReachabilityRuntime", "ReachabilityBus", "ReachabilityCore", "ReachabilityLoop",
+            ]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzChecks"]),
         .testTarget(name: "NetworkPathTests", dependencies: ["NetworkPath", "ReachabilityCore"]),
         // Alamofire's NetworkReachabilityManager API, used the way its own tests use it.

@@ -1,5 +1,5 @@
 import Dispatch
-import Reachability
+import ReachabilityRuntime
 import ReachabilityCore
 
 /// Watches the network's paths and reports each change, with the Network
