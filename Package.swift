@@ -107,3 +107,15 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Apple's SCNetworkReachability functions, for code that says `import SystemConfiguration`.
+// Declared only where the platform has no SystemConfiguration of its own, so that it never
+// shadows Apple's framework (the manifest is compiled for the machine that builds).
+#if !canImport(Darwin)
+package.products.append(.library(name: "SystemConfiguration", targets: ["SystemConfiguration"]))
+package.targets += [
+    .target(name: "SystemConfiguration", dependencies: ["ReachabilityRuntime", "ReachabilityCore"]),
+    // Code written for Apple's SystemConfiguration, the way Reachability.swift uses it.
+    .testTarget(name: "SystemConfigurationTests", dependencies: ["SystemConfiguration", "Reachability"]),
+]
+#endif
