@@ -115,6 +115,8 @@ let package = Package(
 package.products.append(.library(name: "SystemConfiguration", targets: ["SystemConfiguration"]))
 package.targets += [
     .target(name: "SystemConfiguration", dependencies: ["ReachabilityRuntime", "ReachabilityCore"]),
+    // Apple's Reachability sample in Swift, unchanged (driven by the integration tests).
+    .executableTarget(name: "system-configuration-example", dependencies: ["SystemConfiguration"]),
     // Code written for Apple's SystemConfiguration, the way Reachability.swift uses it.
     .testTarget(name: "SystemConfigurationTests", dependencies: ["SystemConfiguration", "Reachability"]),
 ]

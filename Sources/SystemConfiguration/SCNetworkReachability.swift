@@ -92,6 +92,8 @@ public final class SCNetworkReachability: Sendable, CustomStringConvertible {
         var runLoops: [ScheduledLoop] = []
         /// The runtime's subscription while scheduled.
         var subscription: Int?
+        /// The system's reference to this one while scheduled.
+        var hold: Hold?
         var callouts = ReachabilityCallouts()
     }
 
@@ -102,6 +104,18 @@ public final class SCNetworkReachability: Sendable, CustomStringConvertible {
     private struct Context: @unchecked Sendable {
         let value: SCNetworkReachabilityContext
         init(_ value: SCNetworkReachabilityContext) { self.value = value }
+    }
+
+    /// The system's strong reference to a scheduled reference, emptied when it is unscheduled.
+    /// (A pthread lock around an uncontended `Mutex`, as `state`'s.)
+    private final class Hold: Sendable {
+        private let lock = NSLock()
+        private let held: Mutex<SCNetworkReachability?>
+        init(_ reference: SCNetworkReachability) { held = Mutex(reference) }
+        var reference: SCNetworkReachability? {
+            get { lock.withLock { held.withLock { $0 } } }
+            set { lock.withLock { held.withLock { $0 = newValue } } }
+        }
     }
 
     /// A run loop and mode the reference is scheduled in. `@unchecked Sendable`, proved:
@@ -183,16 +197,20 @@ public final class SCNetworkReachability: Sendable, CustomStringConvertible {
             return nil
         }
         if let outcome { return outcome || SCStatus.fail() }
-        // The subscriber holds this reference until it is unscheduled, as Apple's system does.
+        // The system holds this reference while it is scheduled, as Apple's does: through
+        // `hold`, which unscheduling empties at once (the runtime lets the subscription go
+        // later, on its own thread).
+        let hold = Hold(self)
+        withState { $0.hold = hold }
         let subscriber = Subscriber(
-            receive: { state in self.received(state.flags, subscription: id) },
-            fail: { _ in self.received([], subscription: id) })
+            receive: { state in hold.reference?.received(state.flags, subscription: id) },
+            fail: { _ in hold.reference?.received([], subscription: id) })
         let (key, choice) = (self.key, self.choice)
         Runtime.send { runtime in
             runtime.subscribe(id, key: key, choice: choice, subscriber) { error in
                 // A watch that cannot be set up (no way to watch the network, the daemon's
                 // limit reached) answers "not reachable".
-                if error != nil { self.received([], subscription: id) }
+                if error != nil { hold.reference?.received([], subscription: id) }
             }
         }
         return true
@@ -211,6 +229,8 @@ public final class SCNetworkReachability: Sendable, CustomStringConvertible {
             state.queue = nil
             state.runLoops = []
             state.callouts.unscheduled()
+            state.hold?.reference = nil
+            state.hold = nil
             return id
         }
         guard let ended else { return SCStatus.fail() }
