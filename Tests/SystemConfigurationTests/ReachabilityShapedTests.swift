@@ -171,9 +171,13 @@ final class ReachabilityShapedTests: XCTestCase {
                 Unmanaged<Probe>.fromOpaque(info!).takeUnretainedValue().entered.signal()
             }, &context))
             XCTAssertEqual(retains.load(ordering: .relaxed), 1, "retain runs when the context is set")
-            XCTAssertTrue(SCNetworkReachabilitySetDispatchQueue(reference, DispatchQueue(label: "counted")))
+            let queue = DispatchQueue(label: "counted")
+            XCTAssertTrue(SCNetworkReachabilitySetDispatchQueue(reference, queue))
             XCTAssertEqual(heard.wait(timeout: .now() + 10), .success, "no callback")
             XCTAssertTrue(SCNetworkReachabilitySetDispatchQueue(reference, nil))
+            // The callback's block (which holds the reference while it runs, as a dispatched
+            // block does on Apple's) has finished.
+            queue.sync {}
             XCTAssertEqual(retains.load(ordering: .relaxed), 2, "retain runs around the one callback")
             XCTAssertEqual(releases.load(ordering: .relaxed), 1, "and release after it; the context's own is held")
         }
