@@ -72,6 +72,8 @@ private final class Notifier: @unchecked Sendable {
 /// Counts the context's `retain` and `release` calls (C function pointers capture nothing).
 private let retains = Atomic<Int>(0)
 private let releases = Atomic<Int>(0)
+/// Signalled by each counted `release`.
+private let released = DispatchSemaphore(value: 0)
 
 final class ReachabilityShapedTests: XCTestCase {
     func testAHostThatResolvesIsReachable() throws {
@@ -165,24 +167,24 @@ final class ReachabilityShapedTests: XCTestCase {
                 release: { info in
                     releases.add(1, ordering: .relaxed)
                     Unmanaged<Probe>.fromOpaque(info).release()
+                    released.signal()
                 },
                 copyDescription: { _ in Unmanaged.passRetained("a counted probe" as CFString) })
             XCTAssertTrue(SCNetworkReachabilitySetCallback(reference, { _, _, info in
                 Unmanaged<Probe>.fromOpaque(info!).takeUnretainedValue().entered.signal()
             }, &context))
             XCTAssertEqual(retains.load(ordering: .relaxed), 1, "retain runs when the context is set")
-            let queue = DispatchQueue(label: "counted")
-            XCTAssertTrue(SCNetworkReachabilitySetDispatchQueue(reference, queue))
+            XCTAssertTrue(SCNetworkReachabilitySetDispatchQueue(reference, DispatchQueue(label: "counted")))
             XCTAssertEqual(heard.wait(timeout: .now() + 10), .success, "no callback")
             XCTAssertTrue(SCNetworkReachabilitySetDispatchQueue(reference, nil))
-            // The callback's block (which holds the reference while it runs, as a dispatched
-            // block does on Apple's) has finished.
-            queue.sync {}
+            XCTAssertEqual(released.wait(timeout: .now() + 10), .success, "the callback's retain never released")
             XCTAssertEqual(retains.load(ordering: .relaxed), 2, "retain runs around the one callback")
             XCTAssertEqual(releases.load(ordering: .relaxed), 1, "and release after it; the context's own is held")
         }
-        // The reference was unscheduled, then dropped: it is gone, the context's own retain
+        // Unscheduled, then dropped: once nothing in flight holds it (a dispatched block, an
+        // answer being handed over, as on Apple's), it goes, and the context's own retain is
         // released, and so is the probe.
+        XCTAssertEqual(released.wait(timeout: .now() + 10), .success, "the reference never went away")
         XCTAssertEqual(releases.load(ordering: .relaxed), 2)
         XCTAssertNil(gone, "the info object outlived every reference to it")
     }
@@ -218,6 +220,60 @@ final class ReachabilityShapedTests: XCTestCase {
         proceed.signal()
         XCTAssertEqual(returned.wait(timeout: .now() + 10), .success)
         XCTAssertEqual(probe.order.withLock { $0 }, ["callback ended", "unschedule returned"])
+    }
+
+    func testANameNotScheduledIsReadWithoutALookup() throws {
+        // configd evaluates a name's path without resolving it: the internet's answer. A name
+        // that cannot resolve reads as reachable until it is scheduled.
+        let name = try XCTUnwrap(SCNetworkReachabilityCreateWithName(nil, "no-such-host.invalid"))
+        let internet = try XCTUnwrap(Notifier())
+        var named = SCNetworkReachabilityFlags()
+        var zero = SCNetworkReachabilityFlags()
+        XCTAssertTrue(SCNetworkReachabilityGetFlags(name, &named))
+        XCTAssertTrue(SCNetworkReachabilityGetFlags(internet.reference, &zero))
+        XCTAssertEqual(named, zero)
+    }
+
+    func testAScheduledReferenceOutlivesItsCreatorUntilUnscheduled() throws {
+        // Apple's system holds a scheduled reference: dropped by its creator, it still calls
+        // back, and the callback may unschedule the reference it is handed.
+        let heard = DispatchSemaphore(value: 0)
+        let checked = DispatchSemaphore(value: 0)
+        let probe = Probe(entered: heard, proceed: checked)
+        weak var gone: SCNetworkReachability?
+        let queue = DispatchQueue(label: "orphan")
+        do {
+            let reference = try XCTUnwrap(SCNetworkReachabilityCreateWithName(nil, "localhost"))
+            gone = reference
+            var context = SCNetworkReachabilityContext(
+                version: 0, info: Unmanaged.passUnretained(probe).toOpaque(),
+                retain: { UnsafeRawPointer(Unmanaged<Probe>.fromOpaque($0).retain().toOpaque()) },
+                release: { info in
+                    let probe = Unmanaged<Probe>.fromOpaque(info).takeUnretainedValue()
+                    probe.order.withLock { $0.append("released") }
+                    Unmanaged<Probe>.fromOpaque(info).release()
+                    probe.released.signal()
+                },
+                copyDescription: nil)
+            XCTAssertTrue(SCNetworkReachabilitySetCallback(reference, { target, _, info in
+                let probe = Unmanaged<Probe>.fromOpaque(info!).takeUnretainedValue()
+                _ = probe.proceed.wait(timeout: .now() + 10)  // until the test has seen it alive
+                XCTAssertTrue(SCNetworkReachabilitySetDispatchQueue(target, nil), "unscheduling from its callback")
+                probe.entered.signal()
+            }, &context))
+            XCTAssertTrue(SCNetworkReachabilitySetDispatchQueue(reference, queue))
+        }
+        XCTAssertNotNil(gone, "dropped while scheduled, yet it went away")
+        checked.signal()
+        XCTAssertEqual(heard.wait(timeout: .now() + 10), .success, "the scheduled reference never called back")
+        // Unscheduled by its callback and owned by nobody: it goes (its context's own retain
+        // released), once nothing in flight holds it.
+        let deadline = DispatchTime.now() + 10
+        while probe.order.withLock({ $0.filter { $0 == "released" }.count }) < 2,
+            probe.released.wait(timeout: deadline) == .success {}
+        XCTAssertEqual(probe.order.withLock { $0 }, ["released", "released"], "retained around the callback, then by the context")
+        XCTAssertNil(gone, "unscheduled and unowned, yet still alive")
+        _ = queue
     }
 
     func testARunLoopGetsItsCallbackOnItsOwnThread() throws {
@@ -256,6 +312,7 @@ final class ReachabilityShapedTests: XCTestCase {
 /// What a callback in these tests is handed through `info`.
 private final class Probe: Sendable {
     let order = Mutex<[String]>([])
+    let released = DispatchSemaphore(value: 0)
     let entered: DispatchSemaphore
     let proceed: DispatchSemaphore
     init(entered: DispatchSemaphore, proceed: DispatchSemaphore) {
