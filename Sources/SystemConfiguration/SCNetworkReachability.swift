@@ -181,6 +181,10 @@ public final class SCNetworkReachability: Sendable, CustomStringConvertible {
     /// on a queue, or on run loops when `queue` is given.
     func schedule(queue: DispatchQueue?, loop: (RunLoop, RunLoop.Mode)?) -> Bool {
         let id = Runtime.newID()
+        // The system holds this reference while it is scheduled, as Apple's does: through
+        // `hold`, which unscheduling empties at once (the runtime lets the subscription go
+        // later, on its own thread).
+        let hold = Hold(self)
         let outcome: Bool? = withState { state in
             if state.subscription != nil {
                 // Another run loop for a reference scheduled on run loops is fine; anything else is not.
@@ -193,15 +197,11 @@ public final class SCNetworkReachability: Sendable, CustomStringConvertible {
             state.queue = queue
             state.runLoops = loop.map { [ScheduledLoop(loop: $0.0, mode: $0.1)] } ?? []
             state.subscription = id
+            state.hold = hold
             state.callouts.scheduled(isName: isName)
             return nil
         }
         if let outcome { return outcome || SCStatus.fail() }
-        // The system holds this reference while it is scheduled, as Apple's does: through
-        // `hold`, which unscheduling empties at once (the runtime lets the subscription go
-        // later, on its own thread).
-        let hold = Hold(self)
-        withState { $0.hold = hold }
         let subscriber = Subscriber(
             receive: { state in hold.reference?.received(state.flags, subscription: id) },
             fail: { _ in hold.reference?.received([], subscription: id) })
