@@ -59,17 +59,20 @@ let package = Package(
         .executableTarget(
             name: "reachabilityd",
             dependencies: ["ReachabilityService", "ReachabilityLoop", "ReachabilityBus"]),
-        // The client library and the command-line client built on it.
+        // The client runtime the three client products share: the daemon-or-in-process
+        // choice, the daemon client, the in-process engine, the feeds, the loop thread.
         .target(
-            name: "Reachability",
+            name: "ReachabilityRuntime",
             dependencies: ["ReachabilityCore", "ReachabilityLoop", "ReachabilityBus", "ReachabilityPlatform"]),
+        // Alamofire's NetworkReachabilityManager on the runtime, and the command-line client built on it.
+        .target(name: "Reachability", dependencies: ["ReachabilityRuntime", "ReachabilityCore"]),
         .executableTarget(
             name: "reachctl",
             dependencies: ["Reachability", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // An application on the library (also driven by the integration tests).
         .executableTarget(name: "reachability-example", dependencies: ["Reachability"]),
-        // NWPathMonitor and friends; the runtime and its backends are Reachability's.
-        .target(name: "NetworkPath", dependencies: ["Reachability", "ReachabilityCore"]),
+        // NWPathMonitor and friends, on the same runtime.
+        .target(name: "NetworkPath", dependencies: ["ReachabilityRuntime", "ReachabilityCore"]),
         // Code written for Apple's Network framework, unchanged (driven by the integration tests).
         .executableTarget(name: "network-path-example", dependencies: ["NetworkPath"]),
 
@@ -89,7 +92,9 @@ let package = Package(
         .testTarget(name: "ReachabilityServiceTests", dependencies: ["ReachabilityService", "ReachabilityBus"]),
         .testTarget(
             name: "ReachabilityTests",
-            dependencies: ["Reachability", "ReachabilityBus", "ReachabilityCore", "ReachabilityLoop"]),
+            dependencies: [
+                "Reachability", "ReachabilityRuntime", "ReachabilityBus", "ReachabilityCore", "ReachabilityLoop",
+            ]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzChecks"]),
         .testTarget(name: "NetworkPathTests", dependencies: ["NetworkPath", "ReachabilityCore"]),
         // Alamofire's NetworkReachabilityManager API, used the way its own tests use it.
@@ -102,3 +107,17 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Apple's SCNetworkReachability functions, for code that says `import SystemConfiguration`.
+// Declared only where the platform has no SystemConfiguration of its own, so that it never
+// shadows Apple's framework (the manifest is compiled for the machine that builds).
+#if !canImport(Darwin)
+package.products.append(.library(name: "SystemConfiguration", targets: ["SystemConfiguration"]))
+package.targets += [
+    .target(name: "SystemConfiguration", dependencies: ["ReachabilityRuntime", "ReachabilityCore"]),
+    // Apple's Reachability sample in Swift, unchanged (driven by the integration tests).
+    .executableTarget(name: "system-configuration-example", dependencies: ["SystemConfiguration"]),
+    // Code written for Apple's SystemConfiguration, the way Reachability.swift uses it.
+    .testTarget(name: "SystemConfigurationTests", dependencies: ["SystemConfiguration", "Reachability"]),
+]
+#endif

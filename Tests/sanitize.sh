@@ -20,6 +20,8 @@ swift build --scratch-path "$scratch" -Xswiftc -sanitize="$sanitizer" -Xswiftc -
     --product reachability-example
 swift build --scratch-path "$scratch" -Xswiftc -sanitize="$sanitizer" -Xswiftc -use-ld=lld \
     --product network-path-example
+swift build --scratch-path "$scratch" -Xswiftc -sanitize="$sanitizer" -Xswiftc -use-ld=lld \
+    --product system-configuration-example
 bin=$(swift build --scratch-path "$scratch" --show-bin-path)
 
 reports=$(mktemp -d /tmp/reach-$sanitizer-XXXXXX)

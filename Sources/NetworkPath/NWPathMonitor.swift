@@ -1,5 +1,5 @@
 import Dispatch
-import Reachability
+import ReachabilityRuntime
 import ReachabilityCore
 
 /// Watches the network's paths and reports each change, with the Network
@@ -13,7 +13,7 @@ import ReachabilityCore
 ///
 /// The facts come from `reachabilityd` when it is on the system bus (one
 /// evaluation shared by every program), else from the same engine running in
-/// this process — the `Reachability` library's choice. After `start(queue:)`
+/// this process — the choice of the runtime the client products share. After `start(queue:)`
 /// the handler gets the current path at once, then a new path each time one
 /// of its facts changes; never the same path twice in a row. A monitor is
 /// started once: after `cancel()` it reports nothing more.

@@ -1,5 +1,6 @@
 import Dispatch
 import ReachabilityCore
+import ReachabilityRuntime
 
 /// Reachability of the internet or of one host or address, shaped like
 /// Alamofire's `NetworkReachabilityManager`, for Swift programs on Linux.
@@ -104,9 +105,27 @@ open class NetworkReachabilityManager: @unchecked Sendable {
     public init(target: ReachabilityTarget = .internet, mode: ReachabilityMode? = nil) throws(ReachabilityError) {
         self.target = target
         key = try target.key()
+        choice = Self.choose(mode)
+    }
+
+    /// Watches `name` as Apple's `SCNetworkReachabilityCreateWithName` takes it:
+    /// any string but the empty one (`nil`). A host name or address literal is
+    /// watched as `init(target:mode:)` watches it; a string that is neither (a URL
+    /// such as `"https://example.com"`) is not reachable, and `state.error` says
+    /// why. Such a string is answered here, never sent to the daemon.
+    public init?(name: String, mode: ReachabilityMode? = nil) {
+        let target = ReachabilityTarget(name)
+        guard let key = target.anyNameKey() else { return nil }
+        self.target = target
+        self.key = key
+        choice = Self.choose(mode)
+    }
+
+    /// Starts choosing where answers come from, on the loop, without waiting.
+    private static func choose(_ mode: ReachabilityMode?) -> ModeChoice {
         let choice = ModeChoice(requested: mode)
-        self.choice = choice
         Runtime.send { runtime in choice.get(runtime) { _ in } }
+        return choice
     }
 
     /// The mode, or why no answer can come (`.daemon` asked, and no daemon on the bus).
@@ -121,9 +140,11 @@ open class NetworkReachabilityManager: @unchecked Sendable {
         try? self.init(target: .internet)
     }
 
-    /// The reachability of `host` (a name or an address literal); `nil` if it is not valid.
+    /// The reachability of `host` (a name or an address literal); `nil` only for an
+    /// empty string, as Alamofire's on Apple's `SCNetworkReachabilityCreateWithName`:
+    /// see `init?(name:mode:)`.
     public convenience init?(host: String) {
-        try? self.init(target: ReachabilityTarget(host))
+        self.init(name: host)
     }
 
     deinit { stopListening() }
@@ -228,12 +249,6 @@ open class NetworkReachabilityManager: @unchecked Sendable {
     public static func daemonTargets() async throws(ReachabilityError) -> [ReachabilitySnapshot] {
         try await Runtime.answer { runtime, done in runtime.daemonTargets { done($0) } }.get()
     }
-}
-
-/// A watched target and its state, as the daemon lists them.
-public struct ReachabilitySnapshot: Sendable, Hashable {
-    public let target: ReachabilityTarget
-    public let state: ReachabilityState
 }
 
 /// The states of one target: the current one, then each change. Iterating

@@ -33,6 +33,11 @@ public struct ReachabilityFlags: OptionSet, Sendable, Hashable, CustomStringConv
     }
 }
 
+extension ReachabilityFlags {
+    /// Apple's other name for `connectionOnTraffic` (the same bit).
+    public static let connectionAutomatic = ReachabilityFlags.connectionOnTraffic
+}
+
 /// AFNetworking's `AFNetworkReachabilityStatus`.
 public enum ReachabilityStatus: Int32, Sendable, Hashable {
     case unknown = -1

@@ -23,8 +23,28 @@ final class ManagerTests: XCTestCase {
         XCTAssertNotNil(NetworkReachabilityManager.default)
     }
 
-    func testManagerForAnInvalidHostIsNil() {
-        XCTAssertNil(NetworkReachabilityManager(host: "not a host!"))
+    /// Apple's `SCNetworkReachabilityCreateWithName`, under Alamofire's manager, refuses
+    /// only an empty name: anything else is a target that is not reachable.
+    func testManagerForAnEmptyHostIsNil() {
+        XCTAssertNil(NetworkReachabilityManager(host: ""))
+    }
+
+    /// A real app's base URL where a host name belongs: a manager that is not reachable,
+    /// whose listener runs, and whose state says why.
+    func testManagerForAURLIsNotReachableAndSaysWhy() throws {
+        let manager = try XCTUnwrap(NetworkReachabilityManager(host: "https://stepik.org"))
+        XCTAssertEqual(manager.status, .notReachable)
+        XCTAssertEqual(manager.flags, [])
+        XCTAssertFalse(manager.isReachable)
+        XCTAssertTrue(manager.state.error.contains("stepik.org") && manager.state.error.contains(":"),
+                      "the error names the problem: \(manager.state.error)")
+        let heard = expectation(description: "the listener hears notReachable")
+        XCTAssertTrue(manager.startListening(onQueue: .global()) { status in
+            XCTAssertEqual(status, .notReachable)
+            heard.fulfill()
+        })
+        wait(for: [heard], timeout: 10)
+        manager.stopListening()
     }
 
     // MARK: The current answer

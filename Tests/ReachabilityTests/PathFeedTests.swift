@@ -1,6 +1,6 @@
 import Synchronization
 import Testing
-@testable import Reachability
+@testable import ReachabilityRuntime
 import ReachabilityBus
 import ReachabilityCore
 import ReachabilityLoop

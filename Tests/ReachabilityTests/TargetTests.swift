@@ -1,5 +1,6 @@
 import Testing
-@testable import Reachability
+import Reachability
+@testable import ReachabilityRuntime
 import ReachabilityBus
 
 @Suite("Library targets and errors, without a bus")

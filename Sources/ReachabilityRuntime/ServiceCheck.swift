@@ -34,13 +34,13 @@ public struct ReachabilityServiceCheck: Sendable, Hashable {
     }
 }
 
-extension NetworkReachabilityManager {
-    /// Checks the service on the system bus: asks the bus whether the name has
-    /// an owner and can be activated, then calls the daemon (which starts it
-    /// if it is activatable), and reads its version, backend and the internet
-    /// target. Never evaluates in-process. Blocks the library's thread for the
-    /// length of the calls (at most `timeoutMilliseconds` each): for tools.
-    public static func checkService(timeoutMilliseconds: Int32 = 15_000) async -> ReachabilityServiceCheck {
+/// The check `NetworkReachabilityManager.checkService` runs (for `reachctl doctor`).
+package enum ServiceCheck {
+    /// Asks the bus whether the name has an owner and can be activated, then calls the
+    /// daemon (which starts it if it is activatable), and reads its version, backend and
+    /// the internet target. Never evaluates in-process. Blocks the library's thread for
+    /// the length of the calls (at most `timeoutMilliseconds` each): for tools.
+    package static func run(timeoutMilliseconds: Int32) async -> ReachabilityServiceCheck {
         await Runtime.answer { _, done in done(ServiceProbe.run(timeout: timeoutMilliseconds)) }
     }
 }

@@ -27,11 +27,12 @@ final class InProcessBackend: FeedBackend {
     }
 
     func open(_ feed: Feed) {
-        let target: WatchedTarget =
-            switch feed.key {
-            case .internet: WatchedTarget()
-            case .input(let input): WatchedTarget(input)
-            }
+        let target: WatchedTarget
+        switch feed.key {
+        case .internet: target = WatchedTarget()
+        case .input(let input): target = WatchedTarget(input)
+        case .unresolvable: return feed.publish(Runtime.answer(feed.key)!, settled: true)  // never sent here
+        }
         targets[ObjectIdentifier(feed)] = target
         feedsByTarget[ObjectIdentifier(target)] = feed
         if evaluator.hasFacts { evaluator.apply(evaluator.state(of: target), to: target) }
@@ -77,6 +78,7 @@ final class InProcessBackend: FeedBackend {
             case .internet: completion(.success(self.evaluator.internetState))
             case .input(.address(let address)): completion(.success(self.evaluator.state(of: address)))
             case .input(.host(let name)): self.evaluator.evaluate(host: name) { completion(.success($0)) }
+            case .unresolvable: completion(.success(Runtime.answer(key)!))  // never sent here
             }
         }
         if evaluator.hasFacts { answer() } else { waitingForFacts.append(answer) }

@@ -7,9 +7,15 @@ import ReachabilityPlatform
 import Synchronization
 
 /// Who gets a feed's states: a manager's listener or an update sequence.
-struct Subscriber: Sendable {
+package struct Subscriber: Sendable {
     let receive: @Sendable (ReachabilityState) -> Void
     let fail: @Sendable (ReachabilityError) -> Void
+
+    package init(receive: @escaping @Sendable (ReachabilityState) -> Void,
+                 fail: @escaping @Sendable (ReachabilityError) -> Void) {
+        self.receive = receive
+        self.fail = fail
+    }
 }
 
 /// One watched target in this process, shared by every subscriber to it.
@@ -84,8 +90,8 @@ protocol FeedBackend: AnyObject {
 /// The library's engine room: the daemon client and (when needed) the in-process
 /// engine, on `LoopActor` — the loop thread the library starts in this process.
 @LoopActor
-final class Runtime {
-    static let shared = Runtime()
+package final class Runtime {
+    package static let shared = Runtime()
 
     private var daemon: DaemonBackend?
     private var inProcess: InProcessBackend?
@@ -104,12 +110,12 @@ final class Runtime {
     private nonisolated static let ids = Atomic<Int>(0)
 
     /// A number naming one subscription.
-    nonisolated static func newID() -> Int { ids.add(1, ordering: .relaxed).newValue }
+    package nonisolated static func newID() -> Int { ids.add(1, ordering: .relaxed).newValue }
 
     /// Runs `body` on the library's loop, later (never inside the caller, also when the
     /// caller is the loop: a `deinit` that runs in the middle of delivering an update
     /// must not tear the feed down inside that delivery). Starts the loop on first use.
-    nonisolated static func send(_ body: @escaping @LoopActor @Sendable (Runtime) -> Void) {
+    package nonisolated static func send(_ body: @escaping @LoopActor @Sendable (Runtime) -> Void) {
         _ = started
         Task { @LoopActor in body(Runtime.shared) }
     }
@@ -125,7 +131,7 @@ final class Runtime {
     }()
 
     /// The value `body` hands to its second argument on the loop; the task waits, no thread blocks.
-    nonisolated static func answer<T: Sendable>(
+    package nonisolated static func answer<T: Sendable>(
         _ body: @escaping @LoopActor @Sendable (Runtime, @escaping @Sendable (T) -> Void) -> Void
     ) async -> T {
         await withCheckedContinuation { continuation in
@@ -136,7 +142,7 @@ final class Runtime {
     /// `answer` for a synchronous caller: the one place a caller's thread waits for the
     /// loop, for the members Alamofire's API makes synchronous (`status`, `flags`,
     /// `startListening`'s result, `mode`). Never from the loop's thread.
-    nonisolated static func wait<T: Sendable>(
+    package nonisolated static func wait<T: Sendable>(
         _ body: @escaping @LoopActor @Sendable (Runtime, @escaping @Sendable (T) -> Void) -> Void
     ) -> T {
         precondition(!LoopExecutor.shared.isCurrent, "Reachability: a blocking call on the library's own thread")
@@ -201,8 +207,13 @@ final class Runtime {
     }
 
     /// Adds a subscriber to the feed of `key` (created and opened on first use).
-    func subscribe(_ id: Int, key: FeedKey, choice: ModeChoice, _ subscriber: Subscriber,
+    package func subscribe(_ id: Int, key: FeedKey, choice: ModeChoice, _ subscriber: Subscriber,
                    established: @escaping (ReachabilityError?) -> Void) {
+        if case .unresolvable = key {
+            // Nothing to watch: the answer is final, and no backend hears of the name.
+            established(nil)
+            return subscriber.receive(Self.answer(key)!)
+        }
         whenChosen(id, choice) { [unowned self] result in
             switch result {
             case .success(let mode): self.subscribe(id, key: key, mode: mode, subscriber, established: established)
@@ -236,7 +247,7 @@ final class Runtime {
     /// Forgets subscriber `id` if its mode is still being chosen; whether it was.
     func dropWhileChoosing(_ id: Int) -> Bool { choosing.remove(id) != nil }
 
-    func unsubscribe(_ id: Int) {
+    package func unsubscribe(_ id: Int) {
         if dropWhileChoosing(id) { return }
         guard let (mode, key) = feedOfSubscriber.removeValue(forKey: id), let feed = feeds[mode]?[key] else { return }
         feed.remove(id)
@@ -245,8 +256,9 @@ final class Runtime {
         try? backend(mode).get().close(feed)
     }
 
-    func query(_ key: FeedKey, choice: ModeChoice,
+    package func query(_ key: FeedKey, choice: ModeChoice,
                _ completion: @escaping (Result<ReachabilityState, ReachabilityError>) -> Void) {
+        if let answer = Self.answer(key) { return completion(.success(answer)) }
         choice.get(self) { [unowned self] result in
             switch result.flatMap({ self.backend($0) }) {
             case .success(let backend): backend.query(key, completion)
@@ -255,8 +267,16 @@ final class Runtime {
         }
     }
 
+    /// The answer for a key that needs no backend: a name that can never resolve is
+    /// not reachable (flags known and empty, as Apple's for a failed lookup), its
+    /// error the reason. `nil` for every other key.
+    nonisolated static func answer(_ key: FeedKey) -> ReachabilityState? {
+        guard case .unresolvable(_, let reason) = key else { return nil }
+        return ReachabilityState(flags: [], error: reason)
+    }
+
     /// Every target the daemon watches, with its state.
-    func daemonTargets(_ completion: @escaping (Result<[ReachabilitySnapshot], ReachabilityError>) -> Void) {
+    package func daemonTargets(_ completion: @escaping (Result<[ReachabilitySnapshot], ReachabilityError>) -> Void) {
         switch daemonBackend() {
         case .success(let daemon): daemon.watchedTargets(completion)
         case .failure(let error): completion(.failure(error))
@@ -267,15 +287,15 @@ final class Runtime {
 /// Where one manager's answers come from, chosen on the loop once, when first needed,
 /// without blocking anyone: until the bus has answered, uses of it wait their turn.
 @LoopActor
-final class ModeChoice {
+package final class ModeChoice {
     private let requested: ReachabilityMode?
     private var result: Result<ReachabilityMode, ReachabilityError>?
     private var waiting: [(Result<ReachabilityMode, ReachabilityError>) -> Void]?
 
-    nonisolated init(requested: ReachabilityMode?) { self.requested = requested }
+    package nonisolated init(requested: ReachabilityMode?) { self.requested = requested }
 
     /// Calls `done` with the mode, at once when it is known.
-    func get(_ runtime: Runtime, _ done: @escaping (Result<ReachabilityMode, ReachabilityError>) -> Void) {
+    package func get(_ runtime: Runtime, _ done: @escaping (Result<ReachabilityMode, ReachabilityError>) -> Void) {
         if let result { return done(result) }
         if waiting != nil { return waiting!.append(done) }
         waiting = [done]

@@ -111,6 +111,7 @@ final class DaemonBackend: FeedBackend {
     }
 
     func query(_ key: FeedKey, _ completion: @escaping (Result<ReachabilityState, ReachabilityError>) -> Void) {
+        if let answer = Runtime.answer(key) { return completion(.success(answer)) }  // never sent here
         let text = if case .input(let input) = key { input.name } else { "" }
         call(Self.root, ServiceNames.managerInterface, Contract.Manager.query.name, [.string(text)]) { result in
             completion(result.mapError(ReachabilityError.init).flatMap { values in
@@ -146,6 +147,10 @@ final class DaemonBackend: FeedBackend {
 
     /// Watches the target (the internet needs no call), follows its properties and reads them all.
     private func start(_ watch: Watch, done: @escaping (ReachabilityError?) -> Void) {
+        if let answer = Runtime.answer(watch.feed.key) {  // never sent here
+            watch.feed.publish(answer, settled: true)
+            return done(nil)
+        }
         guard case .input(let input) = watch.feed.key else {
             attach(watch, at: Self.root)
             return done(nil)
