@@ -10,7 +10,7 @@ public enum FuzzChecks {
         "names": names, "paths": paths, "messages": messages,
     ]
 
-    /// Host names and address literals, as `WatchHost`/`WatchAddress` parse them:
+    /// Host names and address literals, as `WatchHost`/`WatchAddress`/`WatchAddressPair` parse them:
     /// never a crash; what is accepted is normalised, and stays itself when parsed again.
     public static func names(_ bytes: [UInt8]) {
         let text = String(decoding: bytes, as: UTF8.self)
@@ -24,7 +24,17 @@ public enum FuzzChecks {
             case .address(let address):
                 precondition((try? TargetInput.parseAddress(address.description)) == parsed,
                              "canonical literal does not parse back: \(address)")
+            case .pair:
+                preconditionFailure("parseHost gave an address pair: \(text)")
             }
+        }
+        // `WatchAddressPair`'s two arguments, split at the first comma: its name parses back to it.
+        if let comma = text.firstIndex(of: ","),
+            let pair = try? TargetInput.parsePair(local: String(text[..<comma]), remote: String(text[text.index(after: comma)...]))
+        {
+            let parts = pair.name.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            precondition(parts.count == 2 && (try? TargetInput.parsePair(local: parts[0], remote: parts[1])) == pair,
+                         "address pair round trip: \(text)")
         }
         if let address = try? TargetInput.parseAddress(text) {
             precondition((try? TargetInput.parseAddress(address.name)) == address, "address round trip: \(text)")
@@ -59,6 +69,7 @@ public enum FuzzChecks {
         let bodies: [(String, [DBusValue])] = [
             ("WatchHost", [.string("example.com")]),
             ("WatchAddress", [.string("2001:db8::1%lo")]),
+            ("WatchAddressPair", [.string("192.0.2.10"), .string("198.51.100.7")]),
             ("Release", [.objectPath(ObjectPath("/io/github/reachabilityd/Reachability1/host/example_2ecom"))]),
             ("Query", [.string("")]),
             ("Set", [.string("io.github.reachabilityd.Reachability1.Target"), .string("Flags"), .variant(.uint32(2))]),

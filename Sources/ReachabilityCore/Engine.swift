@@ -210,6 +210,16 @@ extension Engine {
         return state(from: paths, facts: facts, addresses: routes.map(\.address))
     }
 
+    /// An address pair with only a local address: reachable (`IsLocalAddress`,
+    /// `IsDirect`) while the address is configured on a link that can carry
+    /// packets (`link`, its index; `nil` when no link has it), as a `local` route
+    /// through that link would be.
+    public static func evaluateLocal(_ address: String, family: AddressFamily, link: Int32?,
+                                     facts: NetworkFacts) -> TargetState {
+        let route = link.map { RouteFact(kind: .local, hasGateway: false, interfaceIndex: $0) }
+        return evaluateAddresses([AddressRoute(address: address, family: family, route: route)], facts: facts)
+    }
+
     /// A host whose name could not be resolved: not reachable (flags 0, without
     /// activation flags: the name is the problem), with the resolver's message.
     public static func resolutionFailed(_ message: String, facts: NetworkFacts) -> TargetState {

@@ -1,6 +1,7 @@
 /// What a target is.
 public enum TargetKind: String, Sendable, Hashable {
-    case internet, host, address
+    /// `pair`: a local and/or a remote address (Apple's `…CreateWithAddressPair`).
+    case internet, host, address, pair
 }
 
 /// The evaluated state of one target: the values its `Target` properties show.

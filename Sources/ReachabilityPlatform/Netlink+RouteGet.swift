@@ -34,7 +34,39 @@ extension Netlink {
     /// as a tun device's default route); the entry itself cannot be invented.
     /// A multipath entry is answered with the next hop through that link (its gateway).
     public func routes(bound queries: [(address: IPAddress, interface: Int32)]) throws(NetlinkError) -> [RouteFact?] {
-        try routes(queries.map { Query(address: $0.address, interface: $0.interface, fibMatch: true) })
+        try routes(queries.map { Query(address: $0.address, interface: $0.interface, source: nil, fibMatch: true) })
+    }
+
+    /// The routes packets from each local address to each remote one would take, like
+    /// `ip route get REMOTE from LOCAL` (`RTA_SRC`); `nil` where the kernel has none, or
+    /// refuses the source (an address not configured here).
+    public func routes(pairs: [(local: IPAddress, remote: IPAddress)]) throws(NetlinkError) -> [RouteFact?] {
+        let ipv6 = pairs.indices.filter { pairs[$0].remote.family == .ipv6 }
+        let answers = try routes(pairs.map { Query(address: $0.remote, source: $0.local) }
+                                 + ipv6.map { Query(address: pairs[$0].remote, source: pairs[$0].local, fibMatch: true) })
+        var result = Array(answers[0..<pairs.count])
+        for (k, i) in ipv6.enumerated() where result[i] != nil {
+            result[i]?.lifetime = answers[pairs.count + k]?.lifetime
+        }
+        return result
+    }
+
+    /// The link `address` is configured on (`RTM_GETADDR` dump: `IFA_LOCAL`, or
+    /// `IFA_ADDRESS` where there is none), `nil` when no link has it.
+    public func link(holding address: IPAddress) throws(NetlinkError) -> Int32? {
+        var message = ifaddrmsg()
+        message.ifa_family = UInt8(address.family == .ipv4 ? AF_INET : AF_INET6)
+        let answer = try request(type: UInt16(RTM_GETADDR), flags: NLM_F_DUMP,
+                                 payload: withUnsafeBytes(of: message) { Array($0) })
+        for (type, body) in answer where type == RTM_NEWADDR && body.count >= MemoryLayout<ifaddrmsg>.size {
+            let header = body.withUnsafeBytes { $0.loadUnaligned(as: ifaddrmsg.self) }
+            let attrs = Self.attributes(body, from: MemoryLayout<ifaddrmsg>.size)
+            let configured = attrs[UInt16(IFA_LOCAL)] ?? attrs[UInt16(IFA_ADDRESS)]
+            if configured == address.bytes, address.scopeIndex == 0 || Int32(header.ifa_index) == address.scopeIndex {
+                return Int32(header.ifa_index)
+            }
+        }
+        return nil
     }
 
     /// The links the unicast routes of every table leave through, through a gateway
@@ -63,6 +95,8 @@ extension Netlink {
     private struct Query {
         var address: IPAddress
         var interface: Int32?
+        /// The packet's source address (`RTA_SRC`).
+        var source: IPAddress?
         var fibMatch = false
     }
 
@@ -142,8 +176,14 @@ extension Netlink {
         if query.fibMatch {
             message.rtm_flags = UInt32(RTM_F_FIB_MATCH)
         }
+        if let source = query.source {
+            message.rtm_src_len = UInt8(source.bytes.count * 8)
+        }
         var payload = withUnsafeBytes(of: message) { Array($0) }
         payload += attribute(UInt16(RTA_DST.rawValue), address.bytes)
+        if let source = query.source {
+            payload += attribute(UInt16(RTA_SRC.rawValue), source.bytes)
+        }
         if let oif = query.interface ?? (address.scopeIndex != 0 ? address.scopeIndex : nil) {
             payload += attribute(UInt16(RTA_OIF.rawValue), withUnsafeBytes(of: oif) { Array($0) })
         }

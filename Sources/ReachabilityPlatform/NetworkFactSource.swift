@@ -16,6 +16,11 @@ public protocol NetworkFactSource: AnyObject {
     /// The routing-table entry for each address for packets bound to a link
     /// (`ip route get fibmatch ADDR oif LINK`); `nil`: none leads there.
     func routes(bound queries: [(address: IPAddress, interface: Int32)]) -> [RouteFact?]
+    /// The kernel's route for packets from each local address to each remote one
+    /// (`ip route get REMOTE from LOCAL`); `nil`: no route, or the source is not this host's.
+    func routes(pairs: [(local: IPAddress, remote: IPAddress)]) -> [RouteFact?]
+    /// The link `address` is configured on; `nil`: none.
+    func link(holding address: IPAddress) -> Int32?
     /// The links unicast routes of any table leave through: through a gateway,
     /// or on-link (what a tunnel's underlay needs, `Engine.hasUnderlay`).
     func routedLinks() -> (viaGateway: Set<Int32>, onLink: Set<Int32>)

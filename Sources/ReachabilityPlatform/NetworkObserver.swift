@@ -115,6 +115,26 @@ extension NetworkObserver {
         }
     }
 
+    /// The kernel's routes from each local address to each remote one.
+    public func routes(pairs: [(local: IPAddress, remote: IPAddress)]) -> [RouteFact?] {
+        do {
+            return try netlink.routes(pairs: pairs)
+        } catch {
+            Log.error("cannot look up routes: \(error)")
+            return pairs.map { _ in nil }
+        }
+    }
+
+    /// The link `address` is configured on (an address dump).
+    public func link(holding address: IPAddress) -> Int32? {
+        do {
+            return try netlink.link(holding: address)
+        } catch {
+            Log.error("cannot read the addresses: \(error)")
+            return nil
+        }
+    }
+
     /// The links the unicast routes of every table leave through (a route dump).
     public func routedLinks() -> (viaGateway: Set<Int32>, onLink: Set<Int32>) {
         do {

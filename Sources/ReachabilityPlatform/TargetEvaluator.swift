@@ -28,6 +28,10 @@ public final class TargetEvaluator {
     /// How many times the evaluation ran because an answer's lifetime ended.
     public private(set) var expiries = 0
 
+    /// Address pairs' answers (a route from a local address, or the link a local address
+    /// is on) for this evaluation only: asked again after every change, never kept.
+    private var pairAnswers: [TargetInput: CachedRoute] = [:]
+
     /// A cached answer and when its lifetime ends (monotonic microseconds), if it has one.
     private struct CachedRoute {
         var route: RouteFact?
@@ -84,6 +88,7 @@ public final class TargetEvaluator {
         // Invalidation first: it reads the events still queued, which the facts must not predate.
         let stale = source?.takeRouteInvalidation() ?? RouteInvalidation(all: true)
         facts = source?.facts() ?? .unknown
+        pairAnswers.removeAll()
         if everything || stale.all {
             routes.removeAll(keepingCapacity: true)
         } else {
@@ -129,7 +134,8 @@ public final class TargetEvaluator {
     /// (none when no answer has one: a route without a lifetime arms nothing), and
     /// follows the neighbour state of the gateways the answers go through.
     private func answersSettled() {
-        let earliest = ([pathExpiry] + routes.values.map(\.expires)).compactMap { $0 }.min()
+        let earliest = ([pathExpiry] + routes.values.map(\.expires) + pairAnswers.values.map(\.expires))
+            .compactMap { $0 }.min()
         if earliest != nextExpiry || (earliest != nil && expiryTimer == nil) {
             nextExpiry = earliest
             expiryTimer = earliest.map { deadline in
@@ -274,21 +280,58 @@ public final class TargetEvaluator {
 
     private func remember(_ route: RouteFact?, for address: IPAddress) {
         if routes.count >= Self.routeCacheLimit { routes.removeAll() }
-        let expires = route?.lifetime.map { MonotonicClock.microseconds() + Int64($0) * 1000 }
-        routes[address] = CachedRoute(route: route, expires: expires)
+        routes[address] = cached(route)
     }
 
-    /// Looks the routes of every address of `targets` up in batches, ahead of evaluating them.
+    /// Looks the routes of every address of `targets` up in batches, ahead of evaluating them
+    /// (address pairs' routes from their local address too).
     func prefetchRoutes(for targets: [WatchedTarget]) {
         var addresses: [IPAddress] = []
+        var pairs: [(local: IPAddress, remote: IPAddress)] = []
         for target in targets {
             switch (target.kind, target.resolution) {
             case (.address, _): if let address = target.address { addresses.append(address) }
             case (.host, .resolved(let list)): addresses += list
+            case (.pair, _):
+                if let local = target.local, let remote = target.address, pairAnswers[target.input] == nil {
+                    pairs.append((local, remote))
+                }
             default: break
             }
         }
         prefetchRoutes(addresses)
+        guard let source, !pairs.isEmpty else { return }
+        for (pair, route) in zip(pairs, source.routes(pairs: pairs)) {
+            pairAnswers[.pair(local: pair.local, remote: pair.remote)] = cached(route)
+        }
+    }
+
+    /// An answer to keep, with the end of its lifetime when it has one.
+    private func cached(_ route: RouteFact?) -> CachedRoute {
+        CachedRoute(route: route, expires: route?.lifetime.map { MonotonicClock.microseconds() + Int64($0) * 1000 })
+    }
+
+    /// An address pair's state: the route from its local address to its remote one (the
+    /// remote address alone without a local one, as any address target), or, with only a
+    /// local address, whether a link that can carry packets has it.
+    /// A one-shot query's answer (`keep` false) is not kept.
+    private func pairState(local: IPAddress?, remote: IPAddress?, keep: Bool = true) -> TargetState {
+        let input = TargetInput.pair(local: local, remote: remote)
+        switch (local, remote) {
+        case (let local?, let remote?):
+            let answer = pairAnswers[input] ?? cached(source?.routes(pairs: [(local, remote)]).first ?? nil)
+            if keep { pairAnswers[input] = answer }
+            return Engine.evaluateAddresses(
+                [Engine.AddressRoute(address: remote.description, family: remote.family, route: answer.route)],
+                facts: facts)
+        case (nil, let remote?):
+            return keep ? Engine.evaluateAddresses([addressRoute(remote)], facts: facts) : state(of: remote)
+        case (let local?, nil):
+            return Engine.evaluateLocal(local.description, family: local.family,
+                                        link: source?.link(holding: local), facts: facts)
+        case (nil, nil):
+            return .unknown
+        }
     }
 
     /// Looks the routes of `addresses` not in the cache up, in batches.
@@ -315,7 +358,14 @@ public final class TargetEvaluator {
             return Engine.evaluateAddresses([addressRoute(target.address!)], facts: facts)
         case .host:
             return state(of: target.resolution)
+        case .pair:
+            return pairState(local: target.local, remote: target.address)
         }
+    }
+
+    /// The state of an address pair now, for a one-shot query (nothing is kept).
+    public func state(ofPair local: IPAddress?, _ remote: IPAddress?) -> TargetState {
+        pairState(local: local, remote: remote, keep: false)
     }
 
     /// The state of a host with this resolution.

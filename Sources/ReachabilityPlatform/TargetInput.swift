@@ -7,12 +7,19 @@ import ReachabilityCore
 public enum TargetInput: Hashable, Sendable {
     case host(String)
     case address(IPAddress)
+    /// A local and/or a remote address of one family (`WatchAddressPair`): the kernel's
+    /// route from the local address to the remote one, or, with only a local address,
+    /// whether it is configured on a link that can carry packets.
+    case pair(local: IPAddress?, remote: IPAddress?)
 
-    /// The normalised text: the ASCII host name or the canonical address literal.
+    /// The normalised text: the ASCII host name or the canonical address literal; for a
+    /// pair, the two canonical literals joined by a comma, either one empty when absent
+    /// (`192.0.2.10,198.51.100.7`, `,198.51.100.7`, `192.0.2.10,`).
     public var name: String {
         switch self {
         case .host(let name): name
         case .address(let address): address.description
+        case .pair(let local, let remote): "\(local?.description ?? ""),\(remote?.description ?? "")"
         }
     }
 
@@ -20,7 +27,38 @@ public enum TargetInput: Hashable, Sendable {
         switch self {
         case .host: .host
         case .address: .address
+        case .pair: .pair
         }
+    }
+
+    /// Parses `WatchAddressPair`'s arguments: each an address literal or empty, not both
+    /// empty, both of one family.
+    public static func parsePair(local: String, remote: String) throws(InvalidTarget) -> TargetInput {
+        func parse(_ text: String, _ what: String) throws(InvalidTarget) -> IPAddress? {
+            guard !text.isEmpty else { return nil }
+            guard case .address(let address) = try parseAddress(text) else { return nil }
+            return address
+        }
+        let (localAddress, remoteAddress): (IPAddress?, IPAddress?)
+        do {
+            localAddress = try parse(local, "local")
+        } catch {
+            throw InvalidTarget(message: "local address: \(error.message)")
+        }
+        do {
+            remoteAddress = try parse(remote, "remote")
+        } catch {
+            throw InvalidTarget(message: "remote address: \(error.message)")
+        }
+        guard localAddress != nil || remoteAddress != nil else {
+            throw InvalidTarget(message: "an address pair needs a local or a remote address (both are empty)")
+        }
+        if let localAddress, let remoteAddress, localAddress.family != remoteAddress.family {
+            throw InvalidTarget(
+                message: "local address \(quoted(local)) and remote address \(quoted(remote)) are not of one family "
+                    + "(a packet from one cannot go to the other)")
+        }
+        return .pair(local: localAddress, remote: remoteAddress)
     }
 
     /// Input the C libraries would read only up to a NUL (inet_pton, IDN conversion)

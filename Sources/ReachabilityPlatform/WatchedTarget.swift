@@ -29,21 +29,34 @@ public final class WatchedTarget {
     /// A network change arrived while a lookup was in flight: look up again when it ends.
     var lookupAgain = false
 
-    public init(kind: TargetKind, name: String, address: IPAddress? = nil) {
+    /// The local address of a pair target.
+    public let local: IPAddress?
+
+    public init(kind: TargetKind, name: String, address: IPAddress? = nil, local: IPAddress? = nil) {
         self.kind = kind
         self.name = name
         self.address = address
+        self.local = local
     }
 
     /// The internet target.
     public convenience init() { self.init(kind: .internet, name: "") }
 
-    /// A host or address target.
+    /// A host, address or address-pair target (a pair's remote address is its `address`).
     public convenience init(_ input: TargetInput) {
-        if case .address(let address) = input {
-            self.init(kind: .address, name: input.name, address: address)
-        } else {
-            self.init(kind: .host, name: input.name)
+        switch input {
+        case .address(let address): self.init(kind: .address, name: input.name, address: address)
+        case .host: self.init(kind: .host, name: input.name)
+        case .pair(let local, let remote): self.init(kind: .pair, name: input.name, address: remote, local: local)
+        }
+    }
+
+    /// What was asked for: the target's input (the internet has none; a host's is its name).
+    public var input: TargetInput {
+        switch kind {
+        case .pair: .pair(local: local, remote: address)
+        case .address: .address(address!)
+        case .host, .internet: .host(name)
         }
     }
 

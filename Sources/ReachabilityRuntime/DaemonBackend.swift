@@ -136,10 +136,21 @@ final class DaemonBackend: FeedBackend {
                     let properties = Self.dictionary(entries)
                     let name = properties[Contract.Target.name.name]?.stringValue ?? ""
                     let kind = properties[Contract.Target.kind.name]?.stringValue
-                    let watched: ReachabilityTarget = kind == "address" ? .address(name) : .host(name)
+                    let watched: ReachabilityTarget = Self.target(kind: kind, name: name)
                     return ReachabilitySnapshot(target: watched, state: ReachabilityState(properties: properties))
                 }.sorted { $0.target.description < $1.target.description }
             })
+        }
+    }
+
+    /// A listed target from its `Kind` and `Name` (a pair's name is its two literals joined by a comma).
+    static func target(kind: String?, name: String) -> ReachabilityTarget {
+        switch kind {
+        case TargetKind.address.rawValue: return .address(name)
+        case TargetKind.pair.rawValue:
+            let sides = name.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            return .addressPair(local: sides.first ?? "", remote: sides.count > 1 ? sides[1] : "")
+        default: return .host(name)
         }
     }
 
@@ -155,8 +166,15 @@ final class DaemonBackend: FeedBackend {
             attach(watch, at: Self.root)
             return done(nil)
         }
-        let member = (input.kind == .host ? Contract.Manager.watchHost : Contract.Manager.watchAddress).name
-        call(Self.root, ServiceNames.managerInterface, member, [.string(input.name)]) { [weak self] result in
+        let (member, arguments): (String, [DBusValue]) =
+            switch input {
+            case .host: (Contract.Manager.watchHost.name, [.string(input.name)])
+            case .address: (Contract.Manager.watchAddress.name, [.string(input.name)])
+            case .pair(let local, let remote):
+                (Contract.Manager.watchAddressPair.name,
+                 [.string(local?.description ?? ""), .string(remote?.description ?? "")])
+            }
+        call(Self.root, ServiceNames.managerInterface, member, arguments) { [weak self] result in
             Log.debug("\(member) \(input.name): \(result)")
             guard let self else { return }
             switch result {

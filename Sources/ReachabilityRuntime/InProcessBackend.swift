@@ -77,6 +77,7 @@ final class InProcessBackend: FeedBackend {
             switch key {
             case .internet: completion(.success(self.evaluator.internetState))
             case .input(.address(let address)): completion(.success(self.evaluator.state(of: address)))
+            case .input(.pair(let local, let remote)): completion(.success(self.evaluator.state(ofPair: local, remote)))
             case .input(.host(let name)): self.evaluator.evaluate(host: name) { completion(.success($0)) }
             case .unresolvable: completion(.success(Runtime.answer(key)!))  // never sent here
             }

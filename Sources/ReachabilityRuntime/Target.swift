@@ -15,6 +15,11 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
     case host(String)
     /// An IPv4 or IPv6 address literal, IPv6 with an optional `%scope`.
     case address(String)
+    /// A local and a remote address literal of one family, either one empty (not both):
+    /// the route packets from the local address to the remote one take, or, with only
+    /// a local address, whether it is configured on a link that can carry packets
+    /// (Apple's `SCNetworkReachabilityCreateWithAddressPair`).
+    case addressPair(local: String, remote: String)
 
     /// `text` as a host name, or as an address when it is an address literal.
     public init(_ text: String) {
@@ -27,6 +32,7 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
         case .internet: "internet"
         case .host(let name): name
         case .address(let literal): literal
+        case .addressPair(let local, let remote): "\(local.isEmpty ? "any" : local) -> \(remote.isEmpty ? "any" : remote)"
         }
     }
 
@@ -37,6 +43,7 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
             case .internet: return .internet
             case .host(let name): return .input(try TargetInput.parseHost(name))
             case .address(let literal): return .input(try TargetInput.parseAddress(literal))
+            case .addressPair(let local, let remote): return .input(try TargetInput.parsePair(local: local, remote: remote))
             }
         } catch {
             throw .invalidTarget(error.message)
@@ -71,6 +78,8 @@ package enum FeedKey: Hashable, Sendable {
         case .unresolvable(let name, _): .host(name)
         case .input(.host(let name)): .host(name)
         case .input(.address(let address)): .address(address.description)
+        case .input(.pair(let local, let remote)):
+            .addressPair(local: local?.description ?? "", remote: remote?.description ?? "")
         }
     }
 }

@@ -60,6 +60,8 @@ final class EvaluationRequests {
         switch input {
         case .address(let address):
             return reply(evaluator.state(of: address))
+        case .pair(let local, let remote):
+            return reply(evaluator.state(ofPair: local, remote))
         case .host(let name):
             let client = call.sender
             let user = call.user

@@ -35,6 +35,10 @@ public final class ManagerObject {
                 let input = try TargetInput.validAddress(try call.string(0))
                 return [.objectPath(try manager.registry.watch(input, client: call.sender, user: call.user))]
             },
+            Method(Contract.Manager.watchAddressPair) { manager, call throws(BusError) in
+                let input = try TargetInput.validPair(local: try call.string(0), remote: try call.string(1))
+                return [.objectPath(try manager.registry.watch(input, client: call.sender, user: call.user))]
+            },
             Method(Contract.Manager.watchPath) { manager, call in
                 [.objectPath(manager.paths.watch(client: call.sender, user: call.user))]
             },

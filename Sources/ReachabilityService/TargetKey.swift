@@ -7,7 +7,7 @@ struct TargetKey: Hashable, Sendable {
     let kind: TargetKind
     let name: String
 
-    /// The deterministic object path: `…/host/<escaped>` or `…/address/<escaped>`.
+    /// The deterministic object path: `…/host/<escaped>`, `…/address/<escaped>` or `…/pair/<escaped>`.
     var path: ObjectPath {
         Names.rootPath.appending(kind.rawValue)!.appending(PathEscaping.escapeLabel(name))!
     }
@@ -19,6 +19,11 @@ extension TargetInput {
     /// `parseHost` for a method handler: bad input is `…Error.InvalidTarget`.
     static func validHost(_ text: String) throws(BusError) -> TargetInput {
         do { return try parseHost(text) } catch { throw ServiceError.invalidTarget(error.message) }
+    }
+
+    /// `parsePair` for a method handler: bad input is `…Error.InvalidTarget`.
+    static func validPair(local: String, remote: String) throws(BusError) -> TargetInput {
+        do { return try parsePair(local: local, remote: remote) } catch { throw ServiceError.invalidTarget(error.message) }
     }
 
     /// `parseAddress` for a method handler: bad input is `…Error.InvalidTarget`.

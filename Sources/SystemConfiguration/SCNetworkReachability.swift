@@ -348,7 +348,16 @@ public func SCNetworkReachabilityCreateWithAddressPair(
         SCStatus.fail()
         return nil
     }
-    return makeAddressReference((remote ?? local)!!)
+    // The zero address ("") stands for no address on its side; two of them, for the internet.
+    let (localText, remoteText) = ((local ?? nil) ?? "", (remote ?? nil) ?? "")
+    // Without a local address it is the remote address's reference (the internet's for two zeros).
+    if localText.isEmpty { return makeAddressReference(remoteText) }
+    let target = ReachabilityTarget.addressPair(local: localText, remote: remoteText)
+    guard let key = target.anyNameKey() else {
+        SCStatus.fail()
+        return nil
+    }
+    return SCNetworkReachability(key: key, isName: false, name: target.description)
 }
 
 private func makeAddressReference(_ text: String) -> SCNetworkReachability? {

@@ -133,6 +133,7 @@ enum Output {
             case .internet: "internet"
             case .host: "host"
             case .address: "address"
+            case .addressPair: "pair"
             }
             let names = ReachabilityFlags.named.filter { state.flags?.contains($0.flag) == true }.map(\.name)
             let all: [(String, JSON?)] = [

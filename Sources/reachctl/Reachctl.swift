@@ -116,10 +116,14 @@ struct CommonOptions: ParsableArguments {
 
     var mode: ReachabilityMode? { noDaemon ? .inProcess : daemonOnly ? .daemon : nil }
 
-    /// A manager for `text` (the internet when `nil`), and a note on stderr when in-process.
-    func manager(for text: String?, command: String) throws(ReachabilityError) -> NetworkReachabilityManager {
+    /// A manager for `text` (the internet when `nil`; with `from`, the address pair from that
+    /// local address to `text`, or the local address alone), and a note on stderr when in-process.
+    func manager(for text: String?, from local: String? = nil, command: String) throws(ReachabilityError)
+        -> NetworkReachabilityManager
+    {
         if let text { try TargetText.check(text, command: command) }
-        let target = text.map(ReachabilityTarget.init) ?? .internet
+        let target = local.map { ReachabilityTarget.addressPair(local: $0, remote: text ?? "") }
+            ?? text.map(ReachabilityTarget.init) ?? .internet
         let manager: NetworkReachabilityManager
         let chosen: ReachabilityMode
         do {
@@ -154,14 +158,20 @@ struct Query: AsyncParsableCommand {
     @Argument(help: "Host names or address literals (none: the internet).")
     var targets: [String] = []
 
+    @Option(name: .customLong("from"), help: ArgumentHelp(Self.fromHelp, valueName: "local"))
+    var local: String?
+
+    static let fromHelp = "A local address: answer for packets from it (ip route get TARGET from LOCAL; each "
+        + "TARGET an address literal); with no TARGET, whether LOCAL is configured on a link that can carry packets."
+
     func run() async throws {
-        try await Self.answer(targets.isEmpty ? [nil] : targets, options: options)
+        try await Self.answer(targets.isEmpty ? [nil] : targets, from: local, options: options)
     }
 
-    static func answer(_ targets: [String?], options: CommonOptions) async throws {
+    static func answer(_ targets: [String?], from local: String? = nil, options: CommonOptions) async throws {
         var allReachable = true
         for text in targets {
-            let manager = try options.manager(for: text, command: "query")
+            let manager = try options.manager(for: text, from: local, command: "query")
             let state: ReachabilityState
             do {
                 state = try await manager.query()
@@ -188,10 +198,13 @@ struct Watch: AsyncParsableCommand {
     @Argument(help: "Host names or address literals (none: the internet).")
     var targets: [String] = []
 
+    @Option(name: .customLong("from"), help: ArgumentHelp(Query.fromHelp, valueName: "local"))
+    var local: String?
+
     func run() async throws {
         let texts: [String?] = targets.isEmpty ? [nil] : targets
         let managers = try texts.map { text throws(ReachabilityError) in
-            try options.manager(for: text, command: "watch")
+            try options.manager(for: text, from: local, command: "watch")
         }
         let json = options.json
         try await withThrowingTaskGroup(of: Void.self) { group in

@@ -28,7 +28,7 @@ struct FuzzRegressionTests {
 
     @Test("the message seeds decode to what was encoded")
     func seeds() {
-        #expect(FuzzChecks.messageSeeds.count == 6)
+        #expect(FuzzChecks.messageSeeds.count == 7)
         for seed in FuzzChecks.messageSeeds { FuzzChecks.messages(seed) }
     }
 }

@@ -47,6 +47,16 @@ final class RecordedNetwork: NetworkFactSource {
         queries.map { query in bound[query.interface].flatMap { $0.interfaceIndex == query.interface ? $0 : nil } }
     }
 
+    /// Answers from a local address: by "LOCAL,REMOTE"; the link each local address is on.
+    var fromAnswers: [String: RouteFact] = [:]
+    var localLinks: [IPAddress: Int32] = [:]
+
+    func routes(pairs: [(local: IPAddress, remote: IPAddress)]) -> [RouteFact?] {
+        lookups += pairs.count
+        return pairs.map { fromAnswers["\($0.local),\($0.remote)"] }
+    }
+
+    func link(holding address: IPAddress) -> Int32? { localLinks[address] }
     func routedLinks() -> (viaGateway: Set<Int32>, onLink: Set<Int32>) { (viaGateway, onLink) }
     func dnsConfigured() -> Bool { true }
     func follow(gateways: Set<String>, replacingOthers: Bool) { followed.formUnion(gateways) }
@@ -193,6 +203,30 @@ struct RecordedNetworkTests {
         network.answers[TargetEvaluator.internetDestinations[0].addresses[0]] = via0
         let (_, sink) = evaluator(network)
         #expect(sink.internet.state.flags == [] && !sink.internet.state.reachableIPv4)
+    }
+
+    @Test("address pairs: the route from the local address (source rules), the local address's link, or none")
+    @LoopActor func addressPairs() throws {
+        let network = RecordedNetwork(links: [eth0, eth1])
+        network.internet(.ipv4, via0)
+        let (evaluator, _) = evaluator(network)
+        let local = try IPAddress(parsing: "198.51.100.10")
+        let remote = try IPAddress(parsing: "203.0.113.7")
+        network.answers[remote] = via0  // no source: the main table, kveth0
+        network.fromAnswers["198.51.100.10,203.0.113.7"] = via1  // from kveth1's address: its own table
+        let pair = WatchedTarget(.pair(local: local, remote: remote))
+        #expect(evaluator.state(of: pair).interface == "kveth1" && evaluator.state(of: pair).flags == .reachable)
+        #expect(evaluator.state(ofPair: nil, remote).interface == "kveth0")
+        #expect(evaluator.state(ofPair: try IPAddress(parsing: "192.0.2.99"), remote).flags == [],
+                "a local address that is not this host's has no route")
+
+        network.localLinks[local] = 4
+        let alone = evaluator.state(ofPair: local, nil)
+        #expect(alone.flags == [.reachable, .isLocalAddress, .isDirect] && alone.interface == "kveth1")
+        network.links[4]?.hasCarrier = false
+        network.pending = RouteInvalidation(all: true)
+        evaluator.networkChanged()
+        #expect(evaluator.state(ofPair: local, nil).flags == [], "its link cannot carry packets")
     }
 
     @Test("7 and 8: each link its own next hop's gateway; no family usable that the target does not reach")

@@ -130,3 +130,27 @@ struct NULInputTests {
         }
     }
 }
+
+@Suite("Address pairs as WatchAddressPair parses them")
+struct AddressPairInputTests {
+    @Test("both, either one, canonical literals joined by a comma")
+    func accepted() throws {
+        #expect(try TargetInput.parsePair(local: "192.0.2.10", remote: "198.51.100.7").name == "192.0.2.10,198.51.100.7")
+        #expect(try TargetInput.parsePair(local: "", remote: "2001:DB8::1").name == ",2001:db8::1")
+        #expect(try TargetInput.parsePair(local: "192.0.2.10", remote: "").name == "192.0.2.10,")
+        #expect(try TargetInput.parsePair(local: "192.0.2.10", remote: "198.51.100.7").kind == .pair)
+    }
+
+    @Test("refused with a message that says why",
+          arguments: [("", "", "needs a local or a remote address"), ("192.0.2.10", "2001:db8::1", "not of one family"),
+                      ("example.com", "", "local address: \"example.com\" is not"),
+                      ("", "1.2.3", "remote address: \"1.2.3\" is not")])
+    func refused(local: String, remote: String, message: String) {
+        #expect(throws: InvalidTarget.self) { try TargetInput.parsePair(local: local, remote: remote) }
+        do {
+            _ = try TargetInput.parsePair(local: local, remote: remote)
+        } catch {
+            #expect(error.message.contains(message), "\(error.message)")
+        }
+    }
+}
