@@ -112,6 +112,9 @@ final class DaemonBackend: FeedBackend {
 
     func query(_ key: FeedKey, _ completion: @escaping (Result<ReachabilityState, ReachabilityError>) -> Void) {
         if let answer = Runtime.answer(key) { return completion(.success(answer)) }  // never sent here
+        if case .input(let input) = key, case .pair(let local, let remote) = input {
+            return queryPair(local: local, remote: remote, completion)
+        }
         let text = if case .input(let input) = key { input.name } else { "" }
         call(Self.root, ServiceNames.managerInterface, Contract.Manager.query.name, [.string(text)]) { result in
             completion(result.mapError(ReachabilityError.init).flatMap { values in
@@ -120,6 +123,28 @@ final class DaemonBackend: FeedBackend {
                 else { return .failure(.failed("unexpected reply to Query: \(values.signature)")) }
                 return .success(ReachabilityState(flags: flags, status: status, details: details))
             })
+        }
+    }
+
+    /// An address pair once: `Query` takes one string, so the pair is watched, read and released.
+    private func queryPair(local: IPAddress?, remote: IPAddress?,
+                           _ completion: @escaping (Result<ReachabilityState, ReachabilityError>) -> Void) {
+        let arguments: [DBusValue] = [.string(local?.description ?? ""), .string(remote?.description ?? "")]
+        call(Self.root, ServiceNames.managerInterface, Contract.Manager.watchAddressPair.name, arguments) {
+            [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success(let values):
+                guard case .objectPath(let path)? = values.first else {
+                    return completion(.failure(.failed("unexpected reply to WatchAddressPair: \(values.signature)")))
+                }
+                self.readProperties(at: path, of: ServiceNames.targetInterface) { result in
+                    self.release(path)
+                    completion(result.mapError(ReachabilityError.init).map(ReachabilityState.init(properties:)))
+                }
+            case .failure(let error):
+                completion(.failure(ReachabilityError(error)))
+            }
         }
     }
 

@@ -45,7 +45,8 @@ UNKNOWN_MEMBERS = ("Nope", "Get_", "GetAllX", "Introspect2")
 # literals, and input the validation must refuse. No name here is looked up outside.
 TARGETS = ("", "localhost", "127.0.0.1", "::1", "fe80::1%lo", "192.0.2.1.", "2130706433", "0177.0.0.1",
            "1.2.3", "nosuch.test", "UPPER.TEST", "a..b", "-a.test", "a" * 64 + ".test", "x" * 300,
-           "b\u00fccher.test", "http://example.test/", "host.test:80", "[::1]", "%", "1.2.3.4/24")
+           "b\u00fccher.test", "http://example.test/", "host.test:80", "[::1]", "%", "1.2.3.4/24",
+           "192.0.2.10,198.51.100.7", ",::1", "127.0.0.1,")
 SAMPLES = {"y": lambda r: GLib.Variant("y", r.randrange(256)), "b": lambda r: GLib.Variant("b", r.random() < .5),
            "n": lambda r: GLib.Variant("n", r.randrange(-2**15, 2**15)),
            "q": lambda r: GLib.Variant("q", r.randrange(2**16)),
@@ -67,7 +68,7 @@ class Surface:
         self._walk(connection, service, root)
         parts = root.strip("/").split("/")
         self.paths += ["/" + "/".join(parts[:i]) for i in range(len(parts))]  # nodes on the way, and "/"
-        self.paths += [root + "/host/nosuch", root + "/address/_31", root + "/x/y/z"]
+        self.paths += [root + "/host/nosuch", root + "/address/_31", root + "/pair/_2c_31", root + "/x/y/z"]
 
     def _walk(self, connection, service, path):
         reply = connection.call_sync(service, path, "org.freedesktop.DBus.Introspectable", "Introspect", None,

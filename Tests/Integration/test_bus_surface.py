@@ -308,6 +308,8 @@ BAD_CALLS = [
      (ROOT_PATH, PROPERTIES_IFACE, "GetAll", "", ()), "InvalidArgs"),
     ("Refresh with an argument",
      (ROOT_PATH, TARGET_IFACE, "Refresh", "s", ("now",)), "InvalidArgs"),
+    ("WatchAddressPair with one argument",
+     (ROOT_PATH, MANAGER_IFACE, "WatchAddressPair", "s", ("192.0.2.10",)), "InvalidArgs"),
 ]
 
 
