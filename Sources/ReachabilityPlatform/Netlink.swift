@@ -277,6 +277,8 @@ public final class NetlinkMonitor {
     private var receiveBuffer = [UInt8](repeating: 0, count: 32768)
     /// What each event makes stale.
     public private(set) var classifier = StalenessClassifier()
+    /// The socket's receive buffer asked for: 4 MiB.
+    static let receiveBufferSize: Int32 = 4 << 20
 
     /// Binds to the groups. Wraps `bind(2)` on an `AF_NETLINK` socket.
     public init(onChange: @escaping (RouteInvalidation) -> Void) throws(NetlinkError) {
@@ -288,6 +290,14 @@ public final class NetlinkMonitor {
         address.nl_family = sa_family_t(AF_NETLINK)
         address.nl_groups = reach_rtmgrp_all()
         let socketFD = fd
+        // Room for a burst (a neighbour table filling, a thousand routes): events that do not
+        // fit are lost, and losing them costs an evaluation of everything. Beyond `rmem_max`
+        // only with CAP_NET_ADMIN (`SO_RCVBUFFORCE`); otherwise as much as the system allows.
+        var size: Int32 = Self.receiveBufferSize
+        let length = socklen_t(MemoryLayout<Int32>.size)
+        if setsockopt(socketFD, SOL_SOCKET, SO_RCVBUFFORCE, &size, length) != 0 {
+            _ = setsockopt(socketFD, SOL_SOCKET, SO_RCVBUF, &size, length)
+        }
         do {
             _ = try Syscall.netlink("bind") {
                 withUnsafePointer(to: &address) {
@@ -329,6 +339,7 @@ public final class NetlinkMonitor {
                 }
             case .failure(.noBufferSpace):
                 // The kernel dropped events; forget every cached answer.
+                Log.debug("kernel events were lost (ENOBUFS): every answer is asked again")
                 sawSomething = true
                 invalidation.formUnion(classifier.classify(.lost))
             default:

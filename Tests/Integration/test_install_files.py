@@ -1056,7 +1056,7 @@ def test_sysusers_creates_the_service_user():
 
 
 # Arguments that are valid for every method of the contract, by input signature.
-CONTRACT_ARGUMENTS = {"": [], "s": [LOOPBACK], "o": [LOOPBACK_PATH]}
+CONTRACT_ARGUMENTS = {"": [], "s": [LOOPBACK], "o": [LOOPBACK_PATH], "ss": [LOOPBACK, LOOPBACK]}
 
 
 @pytest.mark.parametrize("service", ["reachabilityd"], indirect=True)

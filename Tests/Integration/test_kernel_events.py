@@ -198,7 +198,9 @@ def test_gateway_neighbour_failed(online):
     harness.wait_until(lambda: evaluations_in(online) > evaluations, harness.CHANGE_TIMEOUT,
                        "the sentinel route's evaluation", online.daemon.log_text, poll=0.05)
     recorder.barrier()
-    assert evaluations_in(online) <= evaluations + 2, (
+    # Under load the socket can overflow (ENOBUFS, logged): then everything is asked again, rightly.
+    lost = online.daemon.log_text().count("kernel events were lost")
+    assert evaluations_in(online) <= evaluations + 2 + lost, (
         "neighbour updates of other addresses were evaluated:\n" + online.daemon.log_text()[-3000:])
     assert recorder.since(quiet) == [], recorder.describe(quiet)
 

@@ -196,16 +196,30 @@ _reachctl_query() {
     repeating_flags=()
     non_repeating_flags=(--json --no-daemon --daemon --version -h --help)
     repeating_options=()
-    non_repeating_options=()
+    non_repeating_options=(--from)
     __reachctl_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--from')
+        return
+        ;;
+    esac
 }
 
 _reachctl_watch() {
     repeating_flags=()
     non_repeating_flags=(--json --no-daemon --daemon --version -h --help)
     repeating_options=()
-    non_repeating_options=()
+    non_repeating_options=(--from)
     __reachctl_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--from')
+        return
+        ;;
+    esac
 }
 
 _reachctl_list() {

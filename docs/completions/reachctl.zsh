@@ -92,6 +92,7 @@ _reachctl_query() {
         '--no-daemon[Do not ask reachabilityd; run the engine in this process.]'
         '--daemon[Ask reachabilityd only; fail when it cannot be reached.]'
         '*:targets:'
+        '--from[A local address\: answer for packets from it (ip route get TARGET from LOCAL; each TARGET an address literal); with no TARGET, whether LOCAL is configured on a link that can carry packets.]:local:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )
@@ -107,6 +108,7 @@ _reachctl_watch() {
         '--no-daemon[Do not ask reachabilityd; run the engine in this process.]'
         '--daemon[Ask reachabilityd only; fail when it cannot be reached.]'
         '*:targets:'
+        '--from[A local address\: answer for packets from it (ip route get TARGET from LOCAL; each TARGET an address literal); with no TARGET, whether LOCAL is configured on a link that can carry packets.]:local:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )
