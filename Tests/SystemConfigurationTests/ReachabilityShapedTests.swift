@@ -140,6 +140,39 @@ final class ReachabilityShapedTests: XCTestCase {
         XCTAssertNil(SCNetworkReachabilityCreateWithAddressPair(nil, nil, nil))
     }
 
+    func testAddressPairs() throws {
+        func address(_ text: String) -> sockaddr_in {
+            var sin = sockaddr_in()
+            sin.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
+            sin.sin_family = sa_family_t(AF_INET)
+            inet_pton(AF_INET, text, &sin.sin_addr)
+            return sin
+        }
+        func flags(local: String?, remote: String?) throws -> SCNetworkReachabilityFlags {
+            var localAddress = address(local ?? "0.0.0.0")
+            var remoteAddress = address(remote ?? "0.0.0.0")
+            let reference = try withUnsafePointer(to: &localAddress) { localPointer in
+                try withUnsafePointer(to: &remoteAddress) { remotePointer in
+                    try localPointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { localSocket in
+                        try remotePointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { remoteSocket in
+                            try XCTUnwrap(SCNetworkReachabilityCreateWithAddressPair(
+                                nil, local == nil ? nil : localSocket, remote == nil ? nil : remoteSocket))
+                        }
+                    }
+                }
+            }
+            var flags = SCNetworkReachabilityFlags()
+            XCTAssertTrue(SCNetworkReachabilityGetFlags(reference, &flags))
+            return flags
+        }
+        // From this host's loopback address to itself: the kernel's local route.
+        XCTAssertEqual(try flags(local: "127.0.0.1", remote: "127.0.0.1"), [.reachable, .isLocalAddress, .isDirect])
+        // The loopback address alone: configured on a link that carries packets.
+        XCTAssertEqual(try flags(local: "127.0.0.1", remote: nil), [.reachable, .isLocalAddress, .isDirect])
+        // From an address that is not this host's: no route.
+        XCTAssertEqual(try flags(local: "192.0.2.254", remote: "127.0.0.1"), [])
+    }
+
     func testAURLIsANameThatIsNotReachable() throws {
         // What a real app passes: its base URL. Apple takes it, and the lookup fails.
         let notifier = try XCTUnwrap(Notifier(hostname: "https://stepik.org"))
