@@ -13,6 +13,7 @@ final class ErasedInterface: Sendable {
         let signature: String
         let emits: EmitsChanged
         let get: @LoopActor @Sendable (AnyObject) -> DBusValue
+        let set: (@LoopActor @Sendable (AnyObject, DBusValue, MethodCall) throws(BusError) -> Void)?
     }
 
     let name: String
@@ -35,8 +36,14 @@ final class ErasedInterface: Sendable {
             }))
         })
         self.properties = properties.map { p in
-            ErasedProperty(name: p.name, signature: p.signature, emits: p.emits,
-                           get: { p.get(unsafeDowncast($0, to: Owner.self)) })
+            var erasedSet: (@LoopActor @Sendable (AnyObject, DBusValue, MethodCall) throws(BusError) -> Void)?
+            if let set = p.set {
+                erasedSet = { owner, value, call throws(BusError) in
+                    try set(unsafeDowncast(owner, to: Owner.self), value, call)
+                }
+            }
+            return ErasedProperty(name: p.name, signature: p.signature, emits: p.emits,
+                                  get: { p.get(unsafeDowncast($0, to: Owner.self)) }, set: erasedSet)
         }
         let erasedProperties = self.properties
         propertyIndex = Dictionary(uniqueKeysWithValues: erasedProperties.enumerated().map { ($1.name, $0) })
@@ -55,6 +62,19 @@ public struct BoundInterface {
     var name: String { table.name }
 
     func value(_ index: Int) -> DBusValue { table.properties[index].get(owner) }
+
+    /// `Properties.Set`: a writable property takes a value of its own type.
+    func set(_ index: Int, _ value: DBusValue, call: MethodCall) throws(BusError) {
+        let property = table.properties[index]
+        guard let set = property.set else {
+            throw .propertyReadOnly("property \(property.name) of \(name) is read-only")
+        }
+        guard value.signature == property.signature else {
+            throw .invalidArgs("property \(property.name) of \(name) is of type '\(property.signature)', "
+                               + "not '\(value.signature)'")
+        }
+        try set(owner, value, call)
+    }
 
     func property(_ name: String) -> Int? { table.propertyIndex[name] }
 

@@ -40,6 +40,7 @@ public final class Daemon {
     private let paths: PathRegistry
     private let requests: EvaluationRequests
     private let internet: TargetObject
+    private let logControl = LogControlObject()
     private var signalSources: [SourceHandle] = []
     private var exitCode: Int32 = 0
     private let backendMode: BackendMode
@@ -47,7 +48,7 @@ public final class Daemon {
     /// Sets up on `loop`, which the calling thread runs.
     public init(options: Options, loop: MainLoop) throws(Exit) {
         self.loop = loop
-        Log.verbose = options.verbose
+        if options.verbose { Log.level = .debug }
         backendMode = options.backend
         do {
             connection = try BusConnection(options.bus)
@@ -69,6 +70,7 @@ public final class Daemon {
         manager.exported = root
         internet.exported = root
         connection.addObjectManager(at: Names.rootPath)
+        connection.export(at: Names.logControlPath, interfaces: [LogControlObject.interface.bound(to: logControl)])
         // Before the name is ours: whoever sees it may stop us at once, and must get a clean exit.
         for signal in [SIGTERM, SIGINT] {
             signalSources.append(Sources.onSignal(signal) { [unowned self] in
@@ -132,14 +134,26 @@ extension Daemon: EvaluationSink {
     public var evaluatedTargets: [WatchedTarget] { [internet.target] + registry.objects.values.map(\.target) }
 
     public func targetChanged(_ target: WatchedTarget, from old: TargetState) {
+        Log.debug("\(target.kind) \(target.name.isEmpty ? "internet" : target.name): flags "
+                  + "\(old.flags.map { String($0.rawValue) } ?? "unknown") -> \(target.state.flags.map { String($0.rawValue) } ?? "unknown")", nil,
+                  ["REACH_TARGET": target.name.isEmpty ? "internet" : target.name])
         object(for: target)?.announce(from: old)
     }
 
     public func lookupSettled(_ target: WatchedTarget) { object(for: target)?.answerWaitingCalls() }
 
     public func factsReloaded(_ facts: NetworkFacts) {
-        guard manager.backend != facts.backend else { return }
-        Log.info("backend: \(facts.backend.rawValue) (mode \(backendMode.rawValue))")
+        let old = manager.backend
+        guard old != facts.backend else { return }
+        if old == .networkManager {
+            Log.warning("NetworkManager left the bus; the kernel's facts are used meanwhile",
+                        .networkManagerLost, ["REACH_BACKEND": facts.backend.rawValue])
+        } else if facts.backend == .networkManager && old != .none {
+            Log.notice("NetworkManager is back on the bus; its facts are used again",
+                       .networkManagerBack, ["REACH_BACKEND": facts.backend.rawValue])
+        }
+        Log.info("backend: \(facts.backend.rawValue) (mode \(backendMode.rawValue))", .backendSwitched,
+                 ["REACH_BACKEND": facts.backend.rawValue, "REACH_BACKEND_MODE": backendMode.rawValue])
         manager.backend = facts.backend
     }
 

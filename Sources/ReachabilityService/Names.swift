@@ -10,6 +10,9 @@ public enum Names {
     public static let pathInterface = ServiceNames.pathInterface
     public static let pathPath = ObjectPath(rawValue: ServiceNames.pathPath)!
     public static let version = ServiceNames.version
+    /// systemd's log control interface, at the path systemd looks for it.
+    public static let logControlInterface = Contract.LogControl1.interfaceName
+    public static let logControlPath = ObjectPath(rawValue: "/org/freedesktop/LogControl1")!
 
     /// The interface definitions served as introspection data (from `dbus/`).
     public static let contract = InterfaceContract(xml: Contract.xml)

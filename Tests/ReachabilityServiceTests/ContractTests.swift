@@ -75,7 +75,7 @@ private func members(_ methods: [ContractMethod], _ properties: [ContractPropert
     var set = Set<ContractReader.Member>()
     for m in methods { set.insert(.init(kind: "method", name: m.name, detail: "(\(m.input))->(\(m.output))")) }
     for p in properties {
-        set.insert(.init(kind: "property", name: p.name, detail: "\(p.type) read emits=\(p.emitsChanged)"))
+        set.insert(.init(kind: "property", name: p.name, detail: "\(p.type) \(p.access) emits=\(p.emitsChanged)"))
     }
     for s in signals { set.insert(.init(kind: "signal", name: s.name, detail: "(\(s.signature))")) }
     return set
@@ -88,7 +88,8 @@ private func members<Owner>(_ interface: Interface<Owner>) -> Set<ContractReader
         set.insert(.init(kind: "method", name: m.name, detail: "(\(m.input))->(\(m.output))"))
     }
     for p in interface.properties {
-        set.insert(.init(kind: "property", name: p.name, detail: "\(p.signature) read emits=\(p.emits.rawValue)"))
+        let access = p.set == nil ? "read" : "readwrite"
+        set.insert(.init(kind: "property", name: p.name, detail: "\(p.signature) \(access) emits=\(p.emits.rawValue)"))
     }
     for s in interface.signals {
         set.insert(.init(kind: "signal", name: s.name, detail: "(\(s.signature))"))
@@ -123,6 +124,7 @@ struct ContractTests {
             Names.managerInterface: members(ManagerObject.interface),
             Names.targetInterface: members(TargetObject.interface),
             Names.pathInterface: members(PathObject.interface),
+            Names.logControlInterface: members(LogControlObject.interface),
         ]
         #expect(Set(reader.interfaces.keys) == Set(tables.keys))
         for (name, declared) in tables {
@@ -144,6 +146,8 @@ struct ContractTests {
                                                     Contract.Target.signals),
             Contract.Path.interfaceName: members(Contract.Path.methods, Contract.Path.properties,
                                                   Contract.Path.signals),
+            Contract.LogControl1.interfaceName: members(Contract.LogControl1.methods, Contract.LogControl1.properties,
+                                                         Contract.LogControl1.signals),
         ]
         #expect(generated == reader.interfaces)
     }
@@ -164,7 +168,7 @@ struct ContractTests {
         let text = try String(contentsOf: Self.xmlURL, encoding: .utf8)
         #expect(Contract.xml.trimmingCharacters(in: .whitespacesAndNewlines)
                 == text.trimmingCharacters(in: .whitespacesAndNewlines))
-        for name in [Names.managerInterface, Names.targetInterface, Names.pathInterface] {
+        for name in [Names.managerInterface, Names.targetInterface, Names.pathInterface, Names.logControlInterface] {
             #expect(text.contains(Names.contract.elements[name]!.trimmingCharacters(in: .whitespaces)))
         }
     }
@@ -173,7 +177,8 @@ struct ContractTests {
     func everyComment() throws {
         let text = try String(contentsOf: Self.xmlURL, encoding: .utf8)
         let comments = text.split(separator: "<!--").dropFirst().map { "<!--" + $0.prefix(through: $0.firstRange(of: "-->")!.upperBound).dropLast() }
-        let served = [Names.managerInterface, Names.targetInterface, Names.pathInterface].map { Names.contract[$0] }.joined()
+        let served = [Names.managerInterface, Names.targetInterface, Names.pathInterface, Names.logControlInterface]
+            .map { Names.contract[$0] }.joined()
         #expect(comments.count >= 30)
         for comment in comments {
             #expect(served.contains(comment), "not served: \(comment.prefix(80))")
