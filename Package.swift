@@ -15,6 +15,8 @@ let package = Package(
     dependencies: [
         // reachctl's command line only; the daemon and the library do not link it.
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        // The client library's log (the application's swift-log); the daemon does not link it.
+        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
     ],
     targets: [
         // C libraries, imported through module maps; the shim headers hold the
@@ -62,7 +64,8 @@ let package = Package(
         // The client library and the command-line client built on it.
         .target(
             name: "Reachability",
-            dependencies: ["ReachabilityCore", "ReachabilityLoop", "ReachabilityBus", "ReachabilityPlatform"]),
+            dependencies: ["ReachabilityCore", "ReachabilityLoop", "ReachabilityBus", "ReachabilityPlatform",
+                           .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "reachctl",
             dependencies: ["Reachability", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
@@ -89,7 +92,9 @@ let package = Package(
         .testTarget(name: "ReachabilityServiceTests", dependencies: ["ReachabilityService", "ReachabilityBus"]),
         .testTarget(
             name: "ReachabilityTests",
-            dependencies: ["Reachability", "ReachabilityBus", "ReachabilityCore", "ReachabilityLoop"]),
+            dependencies: ["Reachability", "ReachabilityBus", "ReachabilityCore", "ReachabilityLoop",
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "InMemoryLogging", package: "swift-log")]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzChecks"]),
         .testTarget(name: "NetworkPathTests", dependencies: ["NetworkPath", "ReachabilityCore"]),
         // Alamofire's NetworkReachabilityManager API, used the way its own tests use it.
