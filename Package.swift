@@ -17,6 +17,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         // The client library's log (the application's swift-log); the daemon does not link it.
         .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        // The service's instruments (swift-metrics' CoreMetrics API, without Foundation) and
+        // their Prometheus text (swift-prometheus, linked by the daemon only).
+        .package(url: "https://github.com/apple/swift-metrics", exact: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
     ],
     targets: [
         // C libraries, imported through module maps; the shim headers hold the
@@ -40,8 +44,11 @@ let package = Package(
 
         // Pure logic: flags, status, snapshots, path escaping. No C import.
         .target(name: "ReachabilityCore", plugins: ["EmbedContract"]),
-        // The GLib main loop everything runs on: sources, the loop thread, the log, the clock.
-        .target(name: "ReachabilityLoop", dependencies: ["CGLib"]),
+        // The GLib main loop everything runs on: sources, the loop thread, the log, the
+        // instruments, the clock.
+        .target(
+            name: "ReachabilityLoop",
+            dependencies: ["CGLib", .product(name: "CoreMetrics", package: "swift-metrics")]),
         // The only module that calls libdbus, driven by the loop; the fairness rules it
         // applies to callers (queues, quotas, read receipts) are pure logic in ReachabilityCore.
         .target(name: "ReachabilityBus", dependencies: ["CDBus", "CGLib", "ReachabilityCore", "ReachabilityLoop"]),
@@ -60,7 +67,11 @@ let package = Package(
         .plugin(name: "EmbedContract", capability: .buildTool(), dependencies: ["embed-contract"]),
         .executableTarget(
             name: "reachabilityd",
-            dependencies: ["ReachabilityService", "ReachabilityLoop", "ReachabilityBus"]),
+            dependencies: [
+                "ReachabilityService", "ReachabilityLoop", "ReachabilityBus",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]),
         // The client library and the command-line client built on it.
         .target(
             name: "Reachability",

@@ -129,6 +129,11 @@ public final class ExportedObject {
     /// Emits one of the object's declared signals. Arguments that do not match
     /// the declared signature are a programming error: logged, not sent.
     public func emit(_ signal: Signal, interface: String, _ values: [DBusValue]) {
+        emit(signal, interface: interface, values, to: audience?.listeners)
+    }
+
+    /// The same, sent to `destinations` only (unique names; `nil`: broadcast).
+    public func emit(_ signal: Signal, interface: String, _ values: [DBusValue], to destinations: [String]?) {
         guard self.interface(interface)?.table.signals[signal.name] == signal else {
             Log.error("\(path) does not declare \(interface).\(signal.name)")
             return
@@ -137,7 +142,7 @@ public final class ExportedObject {
             Log.error("\(interface).\(signal.name) sent with '\(values.signature)', declared '\(signal.signature)'")
             return
         }
-        tree.emit(path, interface, signal.name, values, audience?.listeners)
+        tree.emit(path, interface, signal.name, values, destinations)
     }
 
     /// `a{sa{sv}}`: every interface with its properties (for ObjectManager).

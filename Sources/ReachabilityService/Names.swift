@@ -8,6 +8,7 @@ public enum Names {
     public static let managerInterface = ServiceNames.managerInterface
     public static let targetInterface = ServiceNames.targetInterface
     public static let pathInterface = ServiceNames.pathInterface
+    public static let metricsInterface = ServiceNames.metricsInterface
     public static let pathPath = ObjectPath(rawValue: ServiceNames.pathPath)!
     public static let version = ServiceNames.version
     /// systemd's log control interface, at the path systemd looks for it.

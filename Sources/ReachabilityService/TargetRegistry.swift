@@ -46,6 +46,9 @@ final class TargetRegistry {
     /// The clients whose refusal was logged (`Log.Event.clientOverLimit`).
     private var overLimit: Set<String> = []
 
+    /// The connections holding at least one target.
+    var clients: Dictionary<String, Set<TargetKey>>.Keys { holders.clients }
+
     /// The object watching `input`, if any (for `Query`'s fast path).
     func object(for input: TargetInput) -> TargetObject? { objects[input.key] }
 

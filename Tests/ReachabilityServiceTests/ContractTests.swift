@@ -125,6 +125,7 @@ struct ContractTests {
             Names.targetInterface: members(TargetObject.interface),
             Names.pathInterface: members(PathObject.interface),
             Names.logControlInterface: members(LogControlObject.interface),
+            Names.metricsInterface: members(MetricsObject.interface),
         ]
         #expect(Set(reader.interfaces.keys) == Set(tables.keys))
         for (name, declared) in tables {
@@ -148,6 +149,8 @@ struct ContractTests {
                                                   Contract.Path.signals),
             Contract.LogControl1.interfaceName: members(Contract.LogControl1.methods, Contract.LogControl1.properties,
                                                          Contract.LogControl1.signals),
+            Contract.Metrics.interfaceName: members(Contract.Metrics.methods, Contract.Metrics.properties,
+                                                     Contract.Metrics.signals),
         ]
         #expect(generated == reader.interfaces)
     }
@@ -168,7 +171,8 @@ struct ContractTests {
         let text = try String(contentsOf: Self.xmlURL, encoding: .utf8)
         #expect(Contract.xml.trimmingCharacters(in: .whitespacesAndNewlines)
                 == text.trimmingCharacters(in: .whitespacesAndNewlines))
-        for name in [Names.managerInterface, Names.targetInterface, Names.pathInterface, Names.logControlInterface] {
+        for name in [Names.managerInterface, Names.targetInterface, Names.pathInterface, Names.logControlInterface,
+                     Names.metricsInterface] {
             #expect(text.contains(Names.contract.elements[name]!.trimmingCharacters(in: .whitespaces)))
         }
     }
@@ -177,7 +181,8 @@ struct ContractTests {
     func everyComment() throws {
         let text = try String(contentsOf: Self.xmlURL, encoding: .utf8)
         let comments = text.split(separator: "<!--").dropFirst().map { "<!--" + $0.prefix(through: $0.firstRange(of: "-->")!.upperBound).dropLast() }
-        let served = [Names.managerInterface, Names.targetInterface, Names.pathInterface, Names.logControlInterface]
+        let served = [Names.managerInterface, Names.targetInterface, Names.pathInterface, Names.logControlInterface,
+                      Names.metricsInterface]
             .map { Names.contract[$0] }.joined()
         #expect(comments.count >= 30)
         for comment in comments {
