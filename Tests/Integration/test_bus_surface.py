@@ -21,7 +21,8 @@ PATH_PATH = ROOT_PATH + "/path"
 LOG_CONTROL_IFACE = "org.freedesktop.LogControl1"
 LOG_CONTROL_PATH = "/org/freedesktop/LogControl1"
 # Which contract interfaces each object implements (the path object while a client holds it).
-OBJECT_INTERFACES = {ROOT_PATH: (MANAGER_IFACE, TARGET_IFACE), PATH_PATH: (PATH_IFACE,),
+METRICS_IFACE = SERVICE + ".Metrics"
+OBJECT_INTERFACES = {ROOT_PATH: (MANAGER_IFACE, TARGET_IFACE, METRICS_IFACE), PATH_PATH: (PATH_IFACE,),
                      LOG_CONTROL_PATH: (LOG_CONTROL_IFACE,)}
 
 # The standard interfaces every object of the daemon implements (the root

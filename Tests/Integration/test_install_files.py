@@ -518,12 +518,14 @@ def test_policy_allows_exactly_the_listed_interfaces():
     send_interface rule would open that interface of every service on the
     machine), but one: the service's own users may send Peer.Ping to anyone
     (read receipts); Properties.Set is root's alone (the log's level and target, LogControl1);
-    and the interfaces opened are exactly those of the SPEC."""
+    the Metrics interface is root's and the adm group's; and the interfaces opened to
+    everybody are exactly those of the SPEC."""
     root = ET.parse(POLICY).getroot()
     owners = set()
     allowed = set()
     receipts = set()
     setters = set()
+    readers = set()
     for policy in root.iter("policy"):
         for rule in policy:
             attributes = dict(rule.attrib)
@@ -537,6 +539,11 @@ def test_policy_allows_exactly_the_listed_interfaces():
                 assert (rule.tag, policy.get("context") or policy.get("user")) in {("deny", "default"),
                                                                                    ("allow", "root")}, attributes
                 setters.add((rule.tag, policy.get("context") or policy.get("user")))
+                continue
+            if attributes == METRICS_RULE:
+                # The metrics: root and the adm group, nobody else.
+                assert rule.tag == "allow", attributes
+                readers.add(policy.get("user") or "group " + (policy.get("group") or "?"))
                 continue
             if attributes == RECEIPT_RULE:
                 # The one unscoped rule: the service's own users may ask callers for read receipts.
@@ -555,7 +562,12 @@ def test_policy_allows_exactly_the_listed_interfaces():
     assert allowed == ALLOWED_INTERFACES
     assert receipts == {"root", SERVICE_USER}
     assert setters == {("deny", "default"), ("allow", "root")}
+    assert readers == {"root", "group adm"}
 
+
+# The metrics, which root and the adm group may read (they name every watched target).
+METRICS = SERVICE + ".Metrics"
+METRICS_RULE = {"send_destination": SERVICE, "send_interface": METRICS}
 
 # Properties.Set, which only root may send (LogControl1's LogLevel and LogTarget are the only writable properties).
 SET_RULE = {"send_destination": SERVICE, "send_interface": "org.freedesktop.DBus.Properties", "send_member": "Set"}
@@ -1050,7 +1062,8 @@ def test_install_files_agree():
     assert [fields[:2] for fields in sysusers] == [["u", SERVICE_USER]]
     interfaces = {interface.get("name") for interface in contract.iter("interface")}
     assert {MANAGER, TARGET} <= interfaces
-    assert interfaces <= ALLOWED_INTERFACES, "every interface of the contract is open to callers"
+    assert interfaces - {METRICS} <= ALLOWED_INTERFACES, \
+        "every interface of the contract is open to callers, but the metrics (root's and adm's)"
 
 
 def test_sysusers_creates_the_service_user():
@@ -1086,8 +1099,9 @@ def test_unprivileged_user_reaches_every_member_of_the_contract_and_nothing_else
     contract = contract_members(CONTRACT)
     operations = [call(MANAGER, "WatchAddress", "(s)", [LOOPBACK])]  # Release below needs it held
     expected = []
-    assert set(contract) == {MANAGER, TARGET, PATH, LOG_CONTROL}, "a new interface: say on which object it is tested"
-    for interface in (MANAGER, TARGET, PATH, LOG_CONTROL):
+    assert set(contract) == {MANAGER, TARGET, PATH, LOG_CONTROL, METRICS}, \
+        "a new interface: say on which object it is tested"
+    for interface in (MANAGER, TARGET, PATH, LOG_CONTROL):  # METRICS: root's and adm's (below)
         path = {PATH: PATH_PATH, LOG_CONTROL: LOG_CONTROL_PATH}.get(interface, ROOT_PATH)
         for method, (ins, _outs) in sorted(contract[interface]["methods"].items()):
             operations.append(call(interface, method, f"({ins})" if ins else "", CONTRACT_ARGUMENTS[ins], path))
@@ -1114,11 +1128,12 @@ def test_unprivileged_user_reaches_every_member_of_the_contract_and_nothing_else
 
 
 def busctl_as(bus, user: str, *arguments: str) -> subprocess.CompletedProcess:  # pylint: disable=W0621
-    """``busctl`` on ``bus`` as ``user`` (``setpriv``), as an administrator or a user types it."""
+    """``busctl`` on ``bus`` as ``user`` (``setpriv``, with the user's groups: the bus reads
+    them from the connection), as an administrator or a user types it."""
     argv = [need_tool("busctl"), f"--address={bus.address}", "--no-pager", *arguments]
     entry = pwd.getpwnam(user)
     if entry.pw_uid != os.geteuid():
-        argv = [need_tool("setpriv"), f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--clear-groups",
+        argv = [need_tool("setpriv"), f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups",
                 "--"] + argv
     done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False,
                           env={"PATH": "/usr/bin:/bin", "HOME": "/", "LANG": "C.UTF-8"})
@@ -1165,3 +1180,42 @@ def test_log_control_root_sets_everybody_reads(bus, service):  # pylint: disable
         assert done.returncode != 0, f"root set {name} to {value}"
         assert message in done.stderr, done.stderr
     assert get("nobody", "LogLevel") == 's "debug"'
+
+
+# ------------------------------------------------------ the metrics: root and the adm group
+
+ADM_USER = "reachtest-adm"
+
+
+@pytest.fixture
+def adm_user():
+    """A system user in the adm group (none exists on a fresh Debian), removed afterwards."""
+    need_root()
+    created = False
+    try:
+        pwd.getpwnam(ADM_USER)
+    except KeyError:
+        subprocess.run([need_tool("useradd"), "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+                        "--groups", "adm", ADM_USER], check=True)
+        created = True
+    yield ADM_USER
+    if created:
+        subprocess.run([need_tool("userdel"), ADM_USER], check=False)
+
+
+@pytest.mark.parametrize("service", ["reachabilityd"], indirect=True)
+def test_metrics_are_roots_and_adms(adm_user, bus, service):  # pylint: disable=redefined-outer-name
+    """Metrics.Read and Follow under the shipped policy: root and a member of adm get the
+    text; nobody is refused by the bus (AccessDenied), and sees no text."""
+    def read(user, method="Read"):
+        return busctl_as(bus, user, "call", SERVICE, ROOT_PATH, METRICS, method)
+
+    for user in ("root", adm_user):
+        done = read(user)
+        assert done.returncode == 0, f"{user}: {done.stderr}"
+        assert done.stdout.startswith('s "') and "reachability_target_reachable" in done.stdout, done.stdout
+        assert read(user, "Follow").returncode == 0
+    for method in ("Read", "Follow"):
+        refused = read("nobody", method)
+        assert refused.returncode != 0 and "denied" in refused.stderr.lower(), refused
+        assert "reachability_" not in refused.stdout
