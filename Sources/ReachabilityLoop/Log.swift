@@ -76,17 +76,18 @@ public enum Log {
     /// containers); unset, `/run/systemd/journal/socket`.
     public static let journalSocketVariable = "REACHABILITYD_JOURNAL_SOCKET"
 
-    private struct Settings: @unchecked Sendable {
-        // @unchecked: `Settings` lives only inside the Mutex below; the closure it holds is @Sendable.
+    private struct Settings: Sendable {
         var level: Priority = .info
         var program: String? = "reachabilityd"
         var target: Target?
-        var handler: (@Sendable (Record) -> Void)?
         var kmsg: Int32 = -1
         var socket: Int32 = -1
     }
 
     private static let settings = Mutex(Settings())
+    /// Apart from `settings`: a struct holding both the closure and the rest read back as
+    /// zeros from its Mutex in optimised builds (Swift 6.3), so the daemon logged nothing.
+    private static let handlerBox = Mutex<(@Sendable (Record) -> Void)?>(nil)
 
     /// The least important priority written (`LogControl1.LogLevel`); `info` unless set.
     public static var level: Priority {
@@ -128,8 +129,8 @@ public enum Log {
     /// Takes every record instead of the writers above (a library hands them to the
     /// application's logger); `nil` writes them again.
     public static var handler: (@Sendable (Record) -> Void)? {
-        get { settings.withLock { $0.handler } }
-        set { settings.withLock { $0.handler = newValue } }
+        get { handlerBox.withLock { $0 } }
+        set { handlerBox.withLock { $0 = newValue } }
     }
 
     public static func error(_ message: @autoclosure () -> String, _ event: Event? = nil,
@@ -156,7 +157,8 @@ public enum Log {
     /// Writes one record if `priority` is at or above ``level``.
     public static func log(_ priority: Priority, _ message: @autoclosure () -> String, _ event: Event? = nil,
                            _ fields: KeyValuePairs<String, String> = [:]) {
-        let (level, handler, program) = settings.withLock { ($0.level, $0.handler, $0.program) }
+        let (level, program) = settings.withLock { ($0.level, $0.program) }
+        let handler = self.handler
         if let handler {
             handler(Record(priority: priority, message: message(), event: event, fields: Array(fields)))
             return
