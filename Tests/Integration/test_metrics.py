@@ -7,6 +7,8 @@
 * ``--textfile FILE`` keeps FILE for node_exporter: rewritten (a new inode, by
   rename) after a change, and not at all while nothing changes.
 * A target released is gone from the text (its name is nobody's business after).
+* The example alert rule in ``data/`` fires when the internet target has been
+  unreachable for five minutes, and not before (``promtool test rules``).
 
 The daemon runs on a private system bus with the kernel backend; reachctl runs as
 root (the policy's root-and-adm rule is tested in test_install_files.py).
@@ -116,3 +118,43 @@ def test_textfile_is_rewritten_on_change_only(plain_lab, daemon, tmp_path):
     finally:
         status = process.stop()
     assert status in (0, -signal.SIGTERM), describe()
+
+
+RULES_TEST = """
+rule_files:
+  - {rules}
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'reachability_target_reachable{{target="internet",kind="internet",instance="host1"}}'
+        values: '1 1 0 0 0 0 0 0 0 1'
+      - series: 'reachability_target_reachable{{target="example.com",kind="host",instance="host1"}}'
+        values: '0x9'
+    alert_rule_test:
+      - eval_time: 5m
+        alertname: HostLostInternetPath
+        exp_alerts: []
+      - eval_time: 7m
+        alertname: HostLostInternetPath
+        exp_alerts:
+          - exp_labels: {{severity: warning, target: internet, kind: internet, instance: host1}}
+            exp_annotations:
+              summary: "host1 has no path to the internet"
+              description: "reachabilityd on host1 has found no usable route to the internet for 5 minutes. `reachctl status` on the host says which interface it last used and why it is not reachable."
+      - eval_time: 9m
+        alertname: HostLostInternetPath
+        exp_alerts: []
+"""
+
+
+def test_alert_rule_fires_when_the_internet_path_is_lost(tmp_path):
+    """data/reachabilityd.rules.yml: an unreachable host target alone never fires; the internet
+    target unreachable for 5 minutes does, and stops when it is back."""
+    rules = harness.REPO / "data" / "reachabilityd.rules.yml"
+    test = tmp_path / "rules_test.yml"
+    test.write_text(RULES_TEST.format(rules=rules))
+    for argv in (["check", "rules", str(rules)], ["test", "rules", str(test)]):
+        done = subprocess.run([harness.need_tool("promtool")] + argv, capture_output=True, text=True, timeout=60,
+                              check=False)
+        assert done.returncode == 0, f"promtool {' '.join(argv)}:\n{done.stdout}{done.stderr}"
