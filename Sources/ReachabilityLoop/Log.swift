@@ -134,33 +134,33 @@ public enum Log {
     }
 
     public static func error(_ message: @autoclosure () -> String, _ event: Event? = nil,
-                             _ fields: KeyValuePairs<String, String> = [:]) {
-        log(.err, message(), event, fields)
+                             _ fields: @autoclosure () -> KeyValuePairs<String, String> = [:]) {
+        log(.err, message(), event, fields())
     }
     public static func warning(_ message: @autoclosure () -> String, _ event: Event? = nil,
-                               _ fields: KeyValuePairs<String, String> = [:]) {
-        log(.warning, message(), event, fields)
+                               _ fields: @autoclosure () -> KeyValuePairs<String, String> = [:]) {
+        log(.warning, message(), event, fields())
     }
     public static func notice(_ message: @autoclosure () -> String, _ event: Event? = nil,
-                              _ fields: KeyValuePairs<String, String> = [:]) {
-        log(.notice, message(), event, fields)
+                              _ fields: @autoclosure () -> KeyValuePairs<String, String> = [:]) {
+        log(.notice, message(), event, fields())
     }
     public static func info(_ message: @autoclosure () -> String, _ event: Event? = nil,
-                            _ fields: KeyValuePairs<String, String> = [:]) {
-        log(.info, message(), event, fields)
+                            _ fields: @autoclosure () -> KeyValuePairs<String, String> = [:]) {
+        log(.info, message(), event, fields())
     }
     public static func debug(_ message: @autoclosure () -> String, _ event: Event? = nil,
-                             _ fields: KeyValuePairs<String, String> = [:]) {
-        log(.debug, message(), event, fields)
+                             _ fields: @autoclosure () -> KeyValuePairs<String, String> = [:]) {
+        log(.debug, message(), event, fields())
     }
 
     /// Writes one record if `priority` is at or above ``level``.
     public static func log(_ priority: Priority, _ message: @autoclosure () -> String, _ event: Event? = nil,
-                           _ fields: KeyValuePairs<String, String> = [:]) {
+                           _ fields: @autoclosure () -> KeyValuePairs<String, String> = [:]) {
         let (level, program) = settings.withLock { ($0.level, $0.program) }
         let handler = self.handler
         if let handler {
-            handler(Record(priority: priority, message: message(), event: event, fields: Array(fields)))
+            handler(Record(priority: priority, message: message(), event: event, fields: Array(fields())))
             return
         }
         guard priority <= level, let program else { return }
@@ -169,7 +169,7 @@ public enum Log {
         case .null: return
         case .console: writeConsole(priority, program, text)
         case .journal:
-            if !sendJournal(priority, program, text, event, fields) { writeConsole(priority, program, text) }
+            if !sendJournal(priority, program, text, event, fields()) { writeConsole(priority, program, text) }
         case .kmsg:
             if !writeKmsg(priority, program, text) { writeConsole(priority, program, text) }
         case .syslog:

@@ -134,6 +134,7 @@ final class MetricsObject {
     }
 
     private func refreshCounts() {
+        for target in instruments.values { target.refreshFlags() }
         let (targets, clients) = counts()
         for kind in [TargetKind.internet, .host, .address] {
             Gauge(label: Instruments.Metric.targets.rawValue, dimensions: [("kind", kind.metricLabel)])
@@ -144,7 +145,7 @@ final class MetricsObject {
 }
 
 /// One target's instruments: reachable (stable labels, for alerts), flags (a label per
-/// flag, so the series changes with them), changes.
+/// flag, so the series changes with them; remade when read), changes.
 @LoopActor
 final class TargetInstruments {
     private let dimensions: [(String, String)]
@@ -152,6 +153,8 @@ final class TargetInstruments {
     private let changes: Counter
     private var flags: Gauge?
     private var flagLabels: [String] = []
+    /// The state the flags' series does not show yet.
+    private var pending: TargetState?
 
     init(_ target: WatchedTarget) {
         dimensions = [("target", target.name.isEmpty ? "internet" : target.name), ("kind", target.kind.metricLabel)]
@@ -161,9 +164,17 @@ final class TargetInstruments {
         update(target.state, changed: false)
     }
 
+    /// Counts the change and sets `reachable` now; the flags' series (whose labels change with
+    /// them) is remade when the metrics are read, once however many changes came between.
     func update(_ state: TargetState, changed: Bool) {
         if changed { changes.increment() }
         reachable.record(state.isReachable ? 1 : 0)
+        pending = state
+    }
+
+    func refreshFlags() {
+        guard let state = pending else { return }
+        pending = nil
         let bits = state.exportedFlags
         var labels = dimensions
         for (flag, name) in Self.flagNames { labels.append((name, bits.contains(flag) ? "1" : "0")) }
