@@ -134,7 +134,7 @@ final class MetricsObject {
     }
 
     private func refreshCounts() {
-        for target in instruments.values { target.refreshFlags() }
+        for target in instruments.values { target.export() }
         let (targets, clients) = counts()
         for kind in [TargetKind.internet, .host, .address] {
             Gauge(label: Instruments.Metric.targets.rawValue, dimensions: [("kind", kind.metricLabel)])
@@ -145,36 +145,46 @@ final class MetricsObject {
 }
 
 /// One target's instruments: reachable (stable labels, for alerts), flags (a label per
-/// flag, so the series changes with them; remade when read), changes.
+/// flag, so the series changes with them), changes. The change is counted and the state
+/// kept where it happens; the series are made (and brought up to date) when the metrics
+/// are read, so a daemon nobody scrapes, or a client adding and dropping thousands of
+/// targets between two reads, costs the registry nothing.
 @LoopActor
 final class TargetInstruments {
     private let dimensions: [(String, String)]
-    private let reachable: Gauge
-    private let changes: Counter
+    private var state: TargetState
+    private var changeCount = 0
+    private var exportedChanges = 0
+    private var isCurrent = false
+    private var reachable: Gauge?
+    private var changes: Counter?
     private var flags: Gauge?
     private var flagLabels: [String] = []
-    /// The state the flags' series does not show yet.
-    private var pending: TargetState?
 
     init(_ target: WatchedTarget) {
         dimensions = [("target", target.name.isEmpty ? "internet" : target.name), ("kind", target.kind.metricLabel)]
-        reachable = Gauge(label: Instruments.Metric.targetReachable.rawValue, dimensions: dimensions)
-        changes = Counter(label: Instruments.Metric.targetChanges.rawValue, dimensions: dimensions)
-        changes.increment(by: 0)
-        update(target.state, changed: false)
+        state = target.state
     }
 
-    /// Counts the change and sets `reachable` now; the flags' series (whose labels change with
-    /// them) is remade when the metrics are read, once however many changes came between.
     func update(_ state: TargetState, changed: Bool) {
-        if changed { changes.increment() }
-        reachable.record(state.isReachable ? 1 : 0)
-        pending = state
+        if changed { changeCount += 1 }
+        self.state = state
+        isCurrent = false
     }
 
-    func refreshFlags() {
-        guard let state = pending else { return }
-        pending = nil
+    /// Brings the series up to date (made on the first read).
+    func export() {
+        guard !isCurrent else { return }
+        isCurrent = true
+        let reachable = self.reachable ?? Gauge(label: Instruments.Metric.targetReachable.rawValue,
+                                                dimensions: dimensions)
+        let changes = self.changes ?? Counter(label: Instruments.Metric.targetChanges.rawValue,
+                                              dimensions: dimensions)
+        self.reachable = reachable
+        self.changes = changes
+        reachable.record(state.isReachable ? 1 : 0)
+        changes.increment(by: changeCount - exportedChanges)
+        exportedChanges = changeCount
         let bits = state.exportedFlags
         var labels = dimensions
         for (flag, name) in Self.flagNames { labels.append((name, bits.contains(flag) ? "1" : "0")) }
@@ -190,8 +200,8 @@ final class TargetInstruments {
     }
 
     func remove() {
-        reachable.destroy()
-        changes.destroy()
+        reachable?.destroy()
+        changes?.destroy()
         flags?.destroy()
     }
 
