@@ -150,9 +150,6 @@ extension Daemon: EvaluationSink {
     public var evaluatedTargets: [WatchedTarget] { [internet.target] + registry.objects.values.map(\.target) }
 
     public func targetChanged(_ target: WatchedTarget, from old: TargetState) {
-        Log.debug("\(target.kind) \(target.name.isEmpty ? "internet" : target.name): flags "
-                  + "\(old.flags.map { String($0.rawValue) } ?? "unknown") -> \(target.state.flags.map { String($0.rawValue) } ?? "unknown")", nil,
-                  ["REACH_TARGET": target.name.isEmpty ? "internet" : target.name])
         object(for: target)?.announce(from: old)
         metrics.targetChanged(target)
     }
