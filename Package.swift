@@ -15,6 +15,12 @@ let package = Package(
     dependencies: [
         // reachctl's command line only; the daemon and the library do not link it.
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        // The client library's log (the application's swift-log); the daemon does not link it.
+        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        // The service's instruments (swift-metrics' CoreMetrics API, without Foundation) and
+        // their Prometheus text (swift-prometheus, linked by the daemon only).
+        .package(url: "https://github.com/apple/swift-metrics", exact: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
     ],
     targets: [
         // C libraries, imported through module maps; the shim headers hold the
@@ -38,8 +44,11 @@ let package = Package(
 
         // Pure logic: flags, status, snapshots, path escaping. No C import.
         .target(name: "ReachabilityCore", plugins: ["EmbedContract"]),
-        // The GLib main loop everything runs on: sources, the loop thread, the log, the clock.
-        .target(name: "ReachabilityLoop", dependencies: ["CGLib"]),
+        // The GLib main loop everything runs on: sources, the loop thread, the log, the
+        // instruments, the clock.
+        .target(
+            name: "ReachabilityLoop",
+            dependencies: ["CGLib", .product(name: "CoreMetrics", package: "swift-metrics")]),
         // The only module that calls libdbus, driven by the loop; the fairness rules it
         // applies to callers (queues, quotas, read receipts) are pure logic in ReachabilityCore.
         .target(name: "ReachabilityBus", dependencies: ["CDBus", "CGLib", "ReachabilityCore", "ReachabilityLoop"]),
@@ -58,14 +67,22 @@ let package = Package(
         .plugin(name: "EmbedContract", capability: .buildTool(), dependencies: ["embed-contract"]),
         .executableTarget(
             name: "reachabilityd",
-            dependencies: ["ReachabilityService", "ReachabilityLoop", "ReachabilityBus"]),
+            dependencies: [
+                "ReachabilityService", "ReachabilityLoop", "ReachabilityBus",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]),
         // The client runtime the three client products share: the daemon-or-in-process
-        // choice, the daemon client, the in-process engine, the feeds, the loop thread.
+        // choice, the daemon client, the in-process engine, the feeds, the loop thread,
+        // and the library's log handed to the application's swift-log.
         .target(
             name: "ReachabilityRuntime",
-            dependencies: ["ReachabilityCore", "ReachabilityLoop", "ReachabilityBus", "ReachabilityPlatform"]),
+            dependencies: ["ReachabilityCore", "ReachabilityLoop", "ReachabilityBus", "ReachabilityPlatform",
+                           .product(name: "Logging", package: "swift-log")]),
         // Alamofire's NetworkReachabilityManager on the runtime, and the command-line client built on it.
-        .target(name: "Reachability", dependencies: ["ReachabilityRuntime", "ReachabilityCore"]),
+        .target(
+            name: "Reachability",
+            dependencies: ["ReachabilityRuntime", "ReachabilityCore", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "reachctl",
             dependencies: ["Reachability", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
@@ -94,6 +111,8 @@ let package = Package(
             name: "ReachabilityTests",
             dependencies: [
                 "Reachability", "ReachabilityRuntime", "ReachabilityBus", "ReachabilityCore", "ReachabilityLoop",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
             ]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzChecks"]),
         .testTarget(name: "NetworkPathTests", dependencies: ["NetworkPath", "ReachabilityCore"]),

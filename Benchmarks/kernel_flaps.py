@@ -65,6 +65,14 @@ It also counts StatusChanged and Path PropertiesChanged per edge (each must
 be exactly 1), reads the daemon's RSS before the first flap and after the
 last, with the path object held (budget: growth ≤ 1 MiB), and counts its
 wake-ups over ``--idle`` seconds after the last (budget: none).
+
+``reachctl metrics --textfile`` runs beside the client for the whole run
+(skip with ``--no-textfile``), keeping a node_exporter textfile: for every
+link edge it prints the time from our StatusChanged (and from the kernel
+event) to the file's replacement (its rename into place, seen by an inotify
+helper process: IN_MOVED_TO), the replacements per edge, and the
+replacements over the idle time (budget: none; ``--idle 60`` for the
+issue's minute).
 """
 
 import argparse
@@ -83,7 +91,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "Tests" / "Integration"))
 
 import harness  # noqa: E402
-from measure import context_switches, pct, rss_kb  # noqa: E402
+from measure import context_switches, idle_wakeups, pct, rss_kb, thread_switches  # noqa: E402
 from harness import MANAGER_IFACE, PROPERTIES_IFACE, REACHABLE, ROOT_PATH, TARGET_IFACE  # noqa: E402
 
 UPLINK, UPLINK_PEER = "kveth0", "kup0"
@@ -135,6 +143,59 @@ while True:
     if out:
         print("\n".join(out), flush=True)
 """
+
+
+# Run with the textfile's directory and name: prints "ready", then "MONOTONIC_NS" each time a
+# file of that name is renamed into the directory (inotify IN_MOVED_TO): one line per replacement.
+TEXTFILE_STAMPER = r"""
+import ctypes, os, struct, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(0)
+if fd < 0 or libc.inotify_add_watch(fd, sys.argv[1].encode(), 0x80) < 0:  # IN_MOVED_TO
+    sys.exit("inotify: errno %d" % ctypes.get_errno())
+name = sys.argv[2].encode()
+print("ready", flush=True)
+while True:
+    data = os.read(fd, 65536)
+    now = time.monotonic_ns()
+    offset = 0
+    while offset + 16 <= len(data):
+        _wd, _mask, _cookie, length = struct.unpack_from("iIII", data, offset)
+        if data[offset + 16:offset + 16 + length].rstrip(b"\0") == name:
+            print(now, flush=True)
+        offset += 16 + length
+"""
+
+
+class TextfileWrites:
+    """Each replacement of a file (renamed into place), as a separate process saw it: ``times`` is
+    a list of CLOCK_MONOTONIC seconds."""
+
+    def __init__(self, path: Path, directory: Path):
+        self.process = harness.Process("textfile stamper", [sys.executable, "-c", TEXTFILE_STAMPER, path.parent,
+                                                            path.name], directory / "textfile-stamper.log",
+                                       stdout_pipe=True)
+        if (harness.read_line(self.process.popen.stdout, 10) or "").strip() != "ready":
+            raise harness.HarnessError(f"the inotify stamper did not start:\n{harness.tail(self.process.log)}")
+        self.times = []
+        self.thread = threading.Thread(target=self._read, name="textfile-stamper", daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        for line in self.process.popen.stdout:
+            if line.strip().isdigit():
+                self.times.append(int(line) / 1e9)
+
+    def first_after(self, start, timeout=0.5):
+        deadline = time.monotonic() + timeout
+        while True:
+            found = next((t for t in self.times if t >= start), None)
+            if found is not None or time.monotonic() > deadline:
+                return found
+            time.sleep(0.0002)
+
+    def close(self):
+        self.process.stop()
 
 
 class IpBatch:
@@ -249,6 +310,8 @@ def main():
                         help="which of route,rule,neighbour,netconf to flap after the links (default all)")
     parser.add_argument("--no-path", dest="path", action="store_false",
                         help="do not hold the path object (Manager.WatchPath)")
+    parser.add_argument("--no-textfile", dest="textfile", action="store_false",
+                        help="do not run reachctl metrics --textfile beside the client")
     parser.add_argument("--idle", type=float, default=10,
                         help="seconds of idle after the flaps, wake-ups counted (default 10)")
     options = parser.parse_args()
@@ -262,7 +325,7 @@ def main():
     directory = harness.short_tmpdir("reach-flaps-")
     namespaces = harness.Namespaces()
     bus = harness.PrivateBus(directory, "system")
-    daemon = batch = batch_a = shell_a = link_events = client = None
+    daemon = batch = batch_a = shell_a = link_events = client = textfile = writes = None
     try:
         bus.start()
         client = bus.client()
@@ -316,6 +379,15 @@ def main():
             client.call(harness.SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchPath")
             client.call(harness.SERVICE, ROOT_PATH, harness.PEER_IFACE, "Ping")
             harness.pump()
+        if options.textfile:
+            prom = directory / "reachability.prom"
+            writes = TextfileWrites(prom, directory)
+            textfile = harness.Process("reachctl", [binary.parent / "reachctl", "metrics", "--textfile", prom],
+                                       directory / "reachctl.log",
+                                       env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                                            "DBUS_SYSTEM_BUS_ADDRESS": bus.address})
+            harness.wait_until(lambda: writes.times or not textfile.running, 10, "the first textfile",
+                               lambda: harness.tail(textfile.log, 20), poll=0.01)
         path_log_start = daemon.log.stat().st_size
         rss_before = rss_kb(daemon.pid)
 
@@ -323,6 +395,10 @@ def main():
         from_command = {False: [], True: []}
         from_kernel = {False: [], True: []}
         path_from_kernel = {False: [], True: []}
+        textfile_from_status = {False: [], True: []}
+        textfile_from_kernel = {False: [], True: []}
+        textfile_windows = []  # per link edge: the number of replacements before its command
+        missing_textfile = 0
         path_windows = []  # per link edge: the index of the first Path change after its command
         missing_kernel = 0
         started = time.monotonic()
@@ -332,6 +408,8 @@ def main():
                 word, expected = edges[up]
                 first = len(statuses)
                 first_path = len(paths)
+                if writes is not None:
+                    textfile_windows.append(len(writes.times))
                 sent = time.monotonic()
                 command(f"link set {UPLINK_PEER} {word}")
                 found = harness.wait_until(
@@ -356,6 +434,14 @@ def main():
                     from_kernel[up].append((found - kernel) * 1000)
                     if found_path is not None:
                         path_from_kernel[up].append((found_path - kernel) * 1000)
+                if writes is not None:
+                    written = writes.first_after(sent)
+                    if written is None:
+                        missing_textfile += 1
+                    else:
+                        textfile_from_status[up].append((written - found) * 1000)
+                        if kernel is not None and kernel <= written:
+                            textfile_from_kernel[up].append((written - kernel) * 1000)
         elapsed = time.monotonic() - started
         carrier_evaluations = evaluation_times(daemon.log, 0)
         path_evaluations = evaluation_times(daemon.log, path_log_start, r"path evaluated in ([\d.]+) ms")
@@ -363,6 +449,10 @@ def main():
         harness.pump()
         path_windows.append(len(paths))
         path_per_edge = [path_windows[i + 1] - path_windows[i] for i in range(len(path_windows) - 1)]
+        if writes is not None:
+            time.sleep(0.05)  # the last edge's replacement
+            textfile_windows.append(len(writes.times))
+        textfile_per_edge = [textfile_windows[i + 1] - textfile_windows[i] for i in range(len(textfile_windows) - 1)]
 
         # Route and rule events, sent to namespace A.
         batch_a = IpBatch(ns_a, directory / "ip-batch-a.log")
@@ -472,8 +562,12 @@ def main():
         rss_after = rss_kb(daemon.pid)
         growth = rss_after - rss_before
         idle_before = context_switches(daemon.pid)
+        writes_before = len(writes.times) if writes is not None else 0
+        reachctl_before = thread_switches(textfile.pid) if textfile is not None else {}
         time.sleep(options.idle)
         idle_switches = context_switches(daemon.pid) - idle_before
+        idle_writes = len(writes.times) - writes_before if writes is not None else 0
+        reachctl_switches = idle_wakeups(reachctl_before, thread_switches(textfile.pid)) if textfile else 0
 
         print(f"machine: {os.cpu_count()} cores, {os.uname().release}; daemon {binary}")
         print(f"{options.flaps} flaps ({2 * options.flaps} edges) in {elapsed:.1f} s; latency to our root "
@@ -497,6 +591,16 @@ def main():
             if path_evaluations:
                 print(row("daemon's path evaluation", path_evaluations))
             print(f"  Path PropertiesChanged per link edge: min {min(path_per_edge)}, max {max(path_per_edge)}")
+        if writes is not None:
+            print("latency to the textfile's replacement (reachctl metrics --textfile; rename seen by inotify), ms:")
+            for up in (False, True):
+                word, _expected = edges[up]
+                if textfile_from_status[up]:
+                    print(row(f"{word:<4} textfile from StatusChanged", textfile_from_status[up]))
+                if textfile_from_kernel[up]:
+                    print(row(f"{word:<4} textfile from RTM_NEWLINK", textfile_from_kernel[up]))
+            print(f"  textfile replacements per link edge: min {min(textfile_per_edge)}, "
+                  f"max {max(textfile_per_edge)}; none within 0.5 s for {missing_textfile} edges")
         for name, (down_command, up_command) in phases.items():
             print(f"{route_flaps} {name} flaps ({down_command!r} / {up_command!r}); latency to our root "
                   "StatusChanged, ms:")
@@ -526,8 +630,12 @@ def main():
         held = " with the path object held" if options.path else ""
         print(f"idle over {options.idle:.0f} s after the flaps{held}: {idle_switches} context switches "
               f"(all threads); RSS {rss_after / 1024:.2f} MiB")
+        if textfile is not None:
+            print(f"textfile over the same {options.idle:.0f} s idle: {idle_writes} replacements; reachctl "
+                  f"{reachctl_switches} context switches (all threads; a thread started or ended counts one)")
+        textfile_late = writes is not None and (missing_textfile or not textfile.running)
         failed = (exact != len(per_edge) or growth > RSS_BUDGET_KB or not daemon.running or not path_exact
-                  or (unrelated is not None and unrelated > 2))
+                  or textfile_late or idle_writes or (unrelated is not None and unrelated > 2))
         return 1 if failed else 0
     finally:
         for each in (shell_a, batch_a, batch):
@@ -535,6 +643,10 @@ def main():
                 each.close()
         if link_events is not None:
             link_events.close()
+        if textfile is not None:
+            textfile.stop()
+        if writes is not None:
+            writes.close()
         if daemon is not None:
             daemon.stop()
         if client is not None:

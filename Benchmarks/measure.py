@@ -1,5 +1,6 @@
 """Process figures the benchmarks share: resident memory, context switches, percentiles."""
 
+import contextlib
 from pathlib import Path
 
 
@@ -12,6 +13,24 @@ def rss_kb(pid):
     except OSError:
         pass
     return 0
+
+
+def thread_switches(pid):
+    """``{thread id: voluntary plus involuntary context switches}`` of a process."""
+    switches = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            lines = (task / "status").read_text().splitlines()
+            switches[task.name] = sum(int(line.split()[1]) for line in lines
+                                      if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
+    return switches
+
+
+def idle_wakeups(before, after):
+    """Wake-ups between two ``thread_switches`` readings: those of the threads alive at both,
+    plus one for each thread that started or ended in between."""
+    kept = sum(after[t] - before[t] for t in before.keys() & after.keys())
+    return kept + len(before.keys() ^ after.keys())
 
 
 def context_switches(pid):

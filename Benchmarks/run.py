@@ -150,6 +150,15 @@ def main():
             path_idle.group(2) == "0")
         row("kernel backend, path held: RSS", "≤ 20 MB", f"{float(path_idle.group(3)):.1f} MiB",
             float(path_idle.group(3)) <= 20 * 1.048576)
+    textfile99 = re.findall(r"textfile from StatusChanged.*?p99\s+(-?[\d.]+)", kernel)
+    if textfile99:
+        worst = max(map(float, textfile99))
+        row("metrics textfile: StatusChanged → file replaced, p99 (reachctl metrics --textfile)", "≤ 5 ms",
+            f"{worst:.2f} ms", worst <= 5)
+    textfile_idle = re.search(r"textfile over the same (\d+) s idle: (\d+) replacements; reachctl (\d+) context", kernel)
+    if textfile_idle:
+        row(f"metrics textfile: replacements over {textfile_idle.group(1)} s idle (reachctl's wake-ups)", "0",
+            f"{textfile_idle.group(2)} ({textfile_idle.group(3)})", textfile_idle.group(2) == "0")
     for event in ("route", "rule"):
         evaluation = number(rf"daemon's evaluation after a {event} event\s+p50\s+([\d.]+)", kernel)
         evaluation99 = number(rf"daemon's evaluation after a {event} event.*?p99\s+([\d.]+)", kernel)

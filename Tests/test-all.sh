@@ -31,9 +31,13 @@ packages=(
     python3 python3-pytest python3-gi gir1.2-nm-1.0 python3-dbusmock systemd
     # bindings: Qt 6's qdbusxml2cpp, gdbus-codegen and a C compiler for its client
     qt6-base-dev-tools libglib2.0-dev-bin libglib2.0-dev gcc
+    # metrics: promtool, Prometheus's own format checker (the server is never started)
+    prometheus
 )
 # Units network-manager's postinst enables; disabled again if this script installed it.
 nm_units=(NetworkManager.service NetworkManager-wait-online.service NetworkManager-dispatcher.service)
+# The unit prometheus's postinst enables; disabled again if this script installed it.
+prometheus_units=(prometheus.service)
 
 install_only=false
 if [[ ${1:-} == --install-only ]]; then
@@ -95,6 +99,18 @@ if ((${#missing[@]})); then
             fi
         done
         echo "test-all: NetworkManager installed, not started and not enabled (the tests start their own)"
+    fi
+    if [[ " ${missing[*]} " == *" prometheus "* ]]; then
+        for unit in "${prometheus_units[@]}"; do
+            if command -v deb-systemd-helper >/dev/null; then
+                # It acts only when called as from a maintainer script.
+                DPKG_MAINTSCRIPT_PACKAGE=prometheus deb-systemd-helper disable "$unit" >/dev/null 2>&1 || true
+            fi
+            if [[ -d /run/systemd/system ]]; then
+                systemctl disable --quiet "$unit" 2>/dev/null || true
+            fi
+        done
+        echo "test-all: prometheus installed for promtool, not started and not enabled"
     fi
 fi
 if $install_only; then

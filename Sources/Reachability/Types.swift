@@ -53,3 +53,6 @@ extension NetworkReachabilityManager {
         await ServiceCheck.run(timeoutMilliseconds: timeoutMilliseconds)
     }
 }
+
+/// Where the library's log goes: the application's swift-log (see `ReachabilityLogging.logger`).
+public typealias ReachabilityLogging = ReachabilityRuntime.ReachabilityLogging

@@ -23,6 +23,7 @@ public struct BusError: Error, Hashable, Sendable, CustomStringConvertible {
     public static func propertyReadOnly(_ m: String) -> BusError {
         .init(name: prefix + "PropertyReadOnly", message: m)
     }
+    public static func accessDenied(_ m: String) -> BusError { .init(name: prefix + "AccessDenied", message: m) }
     /// Error names the bus itself answers with when a service is missing or silent.
     public static let serviceUnknown = prefix + "ServiceUnknown"
     public static let nameHasNoOwner = prefix + "NameHasNoOwner"

@@ -13,6 +13,7 @@ final class ErasedInterface: Sendable {
         let signature: String
         let emits: EmitsChanged
         let get: @LoopActor @Sendable (AnyObject) -> DBusValue
+        let set: (@LoopActor @Sendable (AnyObject, DBusValue, MethodCall) throws(BusError) -> Void)?
     }
 
     let name: String
@@ -35,8 +36,14 @@ final class ErasedInterface: Sendable {
             }))
         })
         self.properties = properties.map { p in
-            ErasedProperty(name: p.name, signature: p.signature, emits: p.emits,
-                           get: { p.get(unsafeDowncast($0, to: Owner.self)) })
+            var erasedSet: (@LoopActor @Sendable (AnyObject, DBusValue, MethodCall) throws(BusError) -> Void)?
+            if let set = p.set {
+                erasedSet = { owner, value, call throws(BusError) in
+                    try set(unsafeDowncast(owner, to: Owner.self), value, call)
+                }
+            }
+            return ErasedProperty(name: p.name, signature: p.signature, emits: p.emits,
+                                  get: { p.get(unsafeDowncast($0, to: Owner.self)) }, set: erasedSet)
         }
         let erasedProperties = self.properties
         propertyIndex = Dictionary(uniqueKeysWithValues: erasedProperties.enumerated().map { ($1.name, $0) })
@@ -55,6 +62,19 @@ public struct BoundInterface {
     var name: String { table.name }
 
     func value(_ index: Int) -> DBusValue { table.properties[index].get(owner) }
+
+    /// `Properties.Set`: a writable property takes a value of its own type.
+    func set(_ index: Int, _ value: DBusValue, call: MethodCall) throws(BusError) {
+        let property = table.properties[index]
+        guard let set = property.set else {
+            throw .propertyReadOnly("property \(property.name) of \(name) is read-only")
+        }
+        guard value.signature == property.signature else {
+            throw .invalidArgs("property \(property.name) of \(name) is of type '\(property.signature)', "
+                               + "not '\(value.signature)'")
+        }
+        try set(owner, value, call)
+    }
 
     func property(_ name: String) -> Int? { table.propertyIndex[name] }
 
@@ -109,6 +129,11 @@ public final class ExportedObject {
     /// Emits one of the object's declared signals. Arguments that do not match
     /// the declared signature are a programming error: logged, not sent.
     public func emit(_ signal: Signal, interface: String, _ values: [DBusValue]) {
+        emit(signal, interface: interface, values, to: audience?.listeners)
+    }
+
+    /// The same, sent to `destinations` only (unique names; `nil`: broadcast).
+    public func emit(_ signal: Signal, interface: String, _ values: [DBusValue], to destinations: [String]?) {
         guard self.interface(interface)?.table.signals[signal.name] == signal else {
             Log.error("\(path) does not declare \(interface).\(signal.name)")
             return
@@ -117,7 +142,7 @@ public final class ExportedObject {
             Log.error("\(interface).\(signal.name) sent with '\(values.signature)', declared '\(signal.signature)'")
             return
         }
-        tree.emit(path, interface, signal.name, values, audience?.listeners)
+        tree.emit(path, interface, signal.name, values, destinations)
     }
 
     /// `a{sa{sv}}`: every interface with its properties (for ObjectManager).

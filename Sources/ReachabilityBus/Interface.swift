@@ -37,15 +37,20 @@ public struct Property<Owner: AnyObject>: Sendable {
     public let signature: String
     public let emits: EmitsChanged
     public let get: @LoopActor @Sendable (Owner) -> DBusValue
+    /// Takes a value of `signature` from `Properties.Set` (the caller is the call's);
+    /// `nil`: the property is read-only.
+    public let set: (@LoopActor @Sendable (Owner, DBusValue, MethodCall) throws(BusError) -> Void)?
 
     public init(
         _ name: String, _ signature: String, emits: EmitsChanged = .yes,
-        _ get: @escaping @LoopActor @Sendable (Owner) -> DBusValue
+        _ get: @escaping @LoopActor @Sendable (Owner) -> DBusValue,
+        set: (@LoopActor @Sendable (Owner, DBusValue, MethodCall) throws(BusError) -> Void)? = nil
     ) {
         self.name = name
         self.signature = signature
         self.emits = emits
         self.get = get
+        self.set = set
     }
 }
 

@@ -5,7 +5,7 @@ import ReachabilityLoop
 /// does is written here once, and the dispatcher treats them like any table.
 /// None of them has properties, so `Properties.GetAll` of one is an empty
 /// dictionary and `Get`/`Set` of anything in one is `UnknownProperty`, as the
-/// D-Bus specification says.
+/// D-Bus specification says. `Set` of a property without a setter is `PropertyReadOnly`.
 @LoopActor
 enum StandardInterface: CaseIterable, Sendable {
     case peer, introspectable, properties, objectManager
@@ -74,8 +74,12 @@ enum StandardInterface: CaseIterable, Sendable {
             })]
         },
         Method(name: "Set", input: "ssv", output: "") { tree, call throws(BusError) in
-            let (bound, _) = try property(tree, call)
-            throw .propertyReadOnly("property \(try call.string(1)) of \(bound.name) is read-only")
+            let (bound, index) = try property(tree, call)
+            guard case .variant(let value) = try call.argument(2) else {
+                throw .invalidArgs("Set takes the value as a variant")
+            }
+            try bound.set(index, value, call: call)
+            return []
         },
     ]
 

@@ -16,10 +16,13 @@ public struct ContractProperty: Sendable, Hashable {
     public let name: String
     public let type: String
     public let emitsChanged: String
-    public init(name: String, type: String, emitsChanged: String = "true") {
+    /// `read`, or `readwrite` for a property `Properties.Set` may change.
+    public let access: String
+    public init(name: String, type: String, emitsChanged: String = "true", access: String = "read") {
         self.name = name
         self.type = type
         self.emitsChanged = emitsChanged
+        self.access = access
     }
 }
 

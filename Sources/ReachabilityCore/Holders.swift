@@ -145,6 +145,9 @@ public struct HolderRegistry<Key: Hashable & Sendable>: Sendable {
     /// The number of distinct keys held.
     public var count: Int { holdersByKey.count }
 
+    /// The clients holding at least one key.
+    public var clients: Dictionary<String, Set<Key>>.Keys { keysByClient.keys }
+
     private func targetCount(_ n: Int) -> String {
         n == 1 ? "1 target" : "\(n) targets"
     }

@@ -7,6 +7,7 @@ public enum ServiceNames {
     public static let managerInterface = Contract.Manager.interfaceName
     public static let targetInterface = Contract.Target.interfaceName
     public static let pathInterface = Contract.Path.interfaceName
+    public static let metricsInterface = Contract.Metrics.interfaceName
     /// The object with the Path interface, while a client holds it (`WatchPath`).
     public static let pathPath = "/io/github/reachabilityd/Reachability1/path"
     public static let version = "0.1.0"

@@ -88,6 +88,7 @@ public final class Resolver {
     private func start(_ lookup: Lookup) {
         _ = running.take(lookup.owner)
         peakInFlight = max(peakInFlight, inFlight)
+        Instruments.lookupsInFlight.record(inFlight)
         let context = Unmanaged.passRetained(lookup).toOpaque()
         g_resolver_lookup_by_name_async(resolver, lookup.host, nil, { source, result, data in
             let lookup = Unmanaged<Lookup>.fromOpaque(data!).takeRetainedValue()
@@ -122,6 +123,7 @@ public final class Resolver {
     private func finished(_ owner: UserID) {
         running.give(owner)
         startWaiting()
+        Instruments.lookupsInFlight.record(inFlight)
         if inFlight == 0 && queued == 0 {
             // A burst of lookups is over: say how far it went (the benchmarks read this), and
             // measure the next burst on its own.

@@ -182,6 +182,7 @@ public final class TargetEvaluator {
             changed += 1
         }
         let announced = MonotonicClock.microseconds()
+        Instruments.evaluation.recordMicroseconds(evaluated - start)
         Log.debug("evaluated \(targets.count) targets in \(Double(evaluated - start) / 1000) ms; "
                   + "announced \(changed) changes in \(Double(announced - evaluated) / 1000) ms")
         if isPathWanted { evaluatePath() }

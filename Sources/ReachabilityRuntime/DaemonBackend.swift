@@ -336,6 +336,11 @@ final class DaemonBackend: FeedBackend {
     }
 
     private func ownerChanged(_ owner: String) {
+        if owner.isEmpty {
+            Log.info("\(ServiceNames.busName) left the system bus; targets are unknown until it is back")
+        } else {
+            Log.debug("\(ServiceNames.busName) is on the system bus as \(owner)")
+        }
         if let watch = pathWatch {
             watch.forget()
             if owner.isEmpty {

@@ -126,6 +126,8 @@ package final class Runtime {
         let debug = getenv("REACHABILITY_DEBUG").map { String(cString: $0) } ?? ""
         Log.program = debug.isEmpty || debug == "0" ? nil : "reachability"
         Log.verbose = Log.program != nil
+        // Otherwise its records are the application's (swift-log).
+        if Log.program == nil { ReachabilityLogging.install() }
         LoopThread.start()
         return true
     }()
@@ -161,12 +163,19 @@ package final class Runtime {
         switch daemonBackend() {
         case .success(let daemon):
             daemon.isServiceAvailable { available in
-                if available { return done(.success(.daemon)) }
+                if available {
+                    Log.debug("answering through \(ServiceNames.busName) on the system bus")
+                    return done(.success(.daemon))
+                }
+                if requested != .daemon {
+                    Log.info("\(ServiceNames.busName) is not on the system bus; answering in-process")
+                }
                 done(requested == .daemon
                     ? .failure(.serviceUnavailable("\(ServiceNames.busName) is not on the system bus"))
                     : .success(.inProcess))
             }
         case .failure(let error):
+            if requested != .daemon { Log.info("cannot use the system bus (\(error)); answering in-process") }
             done(requested == .daemon ? .failure(error) : .success(.inProcess))
         }
     }

@@ -21,6 +21,9 @@ public final class Daemon {
         public var refreshInterval: UInt32 = 300
         /// Where device facts come from.
         public var backend: BackendMode = .auto
+        /// The metrics as text (the exporter `main` bootstrapped swift-metrics with);
+        /// `nil`: `Metrics.Read` says there is none.
+        public var metricsText: (@Sendable () -> String)?
         public init() {}
     }
 
@@ -40,6 +43,8 @@ public final class Daemon {
     private let paths: PathRegistry
     private let requests: EvaluationRequests
     private let internet: TargetObject
+    private let logControl = LogControlObject()
+    private let metrics: MetricsObject
     private var signalSources: [SourceHandle] = []
     private var exitCode: Int32 = 0
     private let backendMode: BackendMode
@@ -47,7 +52,7 @@ public final class Daemon {
     /// Sets up on `loop`, which the calling thread runs.
     public init(options: Options, loop: MainLoop) throws(Exit) {
         self.loop = loop
-        Log.verbose = options.verbose
+        if options.verbose { Log.level = .debug }
         backendMode = options.backend
         do {
             connection = try BusConnection(options.bus)
@@ -61,14 +66,18 @@ public final class Daemon {
                                   perUserLimit: options.maximumTargetsPerUser, globalLimit: options.maximumTargets)
         paths = PathRegistry(connection: connection, evaluator: requests.evaluator)
         manager = ManagerObject(registry: registry, paths: paths, requests: requests)
+        metrics = MetricsObject(render: options.metricsText)
         // Objects first, so that whoever sees the name appear finds them.
         let root = connection.export(at: Names.rootPath, interfaces: [
             ManagerObject.interface.bound(to: manager),
             TargetObject.interface.bound(to: internet),
+            MetricsObject.interface.bound(to: metrics),
         ])
         manager.exported = root
+        metrics.exported = root
         internet.exported = root
         connection.addObjectManager(at: Names.rootPath)
+        connection.export(at: Names.logControlPath, interfaces: [LogControlObject.interface.bound(to: logControl)])
         // Before the name is ours: whoever sees it may stop us at once, and must get a clean exit.
         for signal in [SIGTERM, SIGINT] {
             signalSources.append(Sources.onSignal(signal) { [unowned self] in
@@ -101,6 +110,7 @@ public final class Daemon {
             self.registry.releaseAll(client: name)
             self.paths.releaseAll(client: name)
             self.requests.releaseAll(client: name)
+            self.metrics.releaseAll(client: name)
         }
         let evaluator = requests.evaluator
         // Evaluated before it is exported: its first announcement is its real state (Status -1
@@ -109,10 +119,18 @@ public final class Daemon {
         registry.onAdded = { [unowned self] object in
             evaluator.resolve(object.target)
             evaluator.hostTargetsChanged(count: self.registry.hostCount)
+            self.metrics.targetAdded(object.target)
         }
         registry.onRemoved = { [unowned self] object in
             evaluator.forgetRoutes(of: object.target)
             evaluator.hostTargetsChanged(count: self.registry.hostCount)
+            self.metrics.targetRemoved(object.target)
+        }
+        metrics.targetAdded(internet.target)
+        metrics.counts = { [unowned self] in
+            let hosts = self.registry.hostCount
+            let clients = Set(self.registry.clients).union(self.paths.clients).count
+            return ([.internet: 1, .host: hosts, .address: self.registry.objects.count - hosts], clients)
         }
         evaluator.sink = self
         do {
@@ -133,17 +151,32 @@ extension Daemon: EvaluationSink {
 
     public func targetChanged(_ target: WatchedTarget, from old: TargetState) {
         object(for: target)?.announce(from: old)
+        metrics.targetChanged(target)
     }
 
     public func lookupSettled(_ target: WatchedTarget) { object(for: target)?.answerWaitingCalls() }
 
     public func factsReloaded(_ facts: NetworkFacts) {
-        guard manager.backend != facts.backend else { return }
-        Log.info("backend: \(facts.backend.rawValue) (mode \(backendMode.rawValue))")
+        let old = manager.backend
+        guard old != facts.backend else { return }
+        if old == .networkManager {
+            Log.warning("NetworkManager left the bus; the kernel's facts are used meanwhile",
+                        .networkManagerLost, ["REACH_BACKEND": facts.backend.rawValue])
+        } else if facts.backend == .networkManager && old != .none {
+            Log.notice("NetworkManager is back on the bus; its facts are used again",
+                       .networkManagerBack, ["REACH_BACKEND": facts.backend.rawValue])
+        }
+        Log.info("backend: \(facts.backend.rawValue) (mode \(backendMode.rawValue))", .backendSwitched,
+                 ["REACH_BACKEND": facts.backend.rawValue, "REACH_BACKEND_MODE": backendMode.rawValue])
+        metrics.backendChanged(to: facts.backend,
+                               networkManagerBack: facts.backend == .networkManager && old != .none)
         manager.backend = facts.backend
     }
 
-    public func pathChanged(_ state: PathState) { paths.object?.update(state) }
+    public func pathChanged(_ state: PathState) {
+        paths.object?.update(state)
+        metrics.pathChanged(state)
+    }
 
     private func object(for target: WatchedTarget) -> TargetObject? {
         target === internet.target ? internet : registry.object(for: target)

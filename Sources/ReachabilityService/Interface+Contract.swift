@@ -16,6 +16,13 @@ extension Property {
     init(_ member: ContractProperty, _ get: @escaping @LoopActor @Sendable (Owner) -> DBusValue) {
         self.init(member.name, member.type, emits: EmitsChanged(rawValue: member.emitsChanged) ?? .yes, get)
     }
+
+    /// A property `Properties.Set` may change (`access="readwrite"` in the contract).
+    init(_ member: ContractProperty, _ get: @escaping @LoopActor @Sendable (Owner) -> DBusValue,
+         set: @escaping @LoopActor @Sendable (Owner, DBusValue, MethodCall) throws(BusError) -> Void) {
+        self.init(member.name, member.type, emits: EmitsChanged(rawValue: member.emitsChanged) ?? .yes, get,
+                  set: set)
+    }
 }
 
 extension Signal {

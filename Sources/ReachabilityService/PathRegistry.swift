@@ -24,6 +24,9 @@ final class PathRegistry {
     }
 
     /// Makes `client` a holder; the first holder gets an object evaluated before it is exported.
+    /// The connections holding the path object.
+    var clients: Set<String> { holders.holders(of: Names.pathPath) }
+
     func watch(client: String, user: UserID) -> ObjectPath {
         // No limit can be reached: one key, held at most once per client.
         _ = try? holders.hold(Names.pathPath, client: client, user: user)

@@ -43,6 +43,11 @@ final class TargetRegistry {
     private var removals: SourceHandle?
     /// The most targets watched at once since memory was last given back.
     private var peak = 0
+    /// The clients whose refusal was logged (`Log.Event.clientOverLimit`).
+    private var overLimit: Set<String> = []
+
+    /// The connections holding at least one target.
+    var clients: Dictionary<String, Set<TargetKey>>.Keys { holders.clients }
 
     /// The object watching `input`, if any (for `Query`'s fast path).
     func object(for input: TargetInput) -> TargetObject? { objects[input.key] }
@@ -60,6 +65,11 @@ final class TargetRegistry {
             // last holder left and it waits for its removal).
             _ = try holders.hold(key, client: client, user: user)
         } catch {
+            // Once per client (until it leaves): a client that keeps trying does not flood the log.
+            if overLimit.insert(client).inserted {
+                Log.notice("\(client) (uid \(user)) is over its limit: \(error.message)", .clientOverLimit,
+                           ["REACH_CLIENT": client, "REACH_TARGET": input.name, "REACH_UID": "\(user)"])
+            }
             throw ServiceError.tooManyTargets(error.message)
         }
         if objects[key] == nil {
@@ -101,6 +111,7 @@ final class TargetRegistry {
     /// other users' calls, so a client leaving with thousands of targets delays nobody
     /// by more than one batch.
     func releaseAll(client: String) {
+        overLimit.remove(client)
         for key in holders.releaseAll(client: client) where objects[key] != nil {
             orphans.append(key)
         }

@@ -77,7 +77,8 @@ for interface in elements("interface", in: Substring(withoutComments(xml))) {
             .first { attribute("name", in: $0) == "org.freedesktop.DBus.Property.EmitsChangedSignal" }
             .flatMap { attribute("value", in: $0) } ?? "true"
         body += "        public static let \(camel(member)) = ContractProperty("
-            + "name: \"\(member)\", type: \"\(attribute("type", in: property)!)\", emitsChanged: \"\(emits)\")\n"
+            + "name: \"\(member)\", type: \"\(attribute("type", in: property)!)\", emitsChanged: \"\(emits)\", "
+            + "access: \"\(attribute("access", in: property) ?? "read")\")\n"
     }
     for signal in elements("signal", in: interface) {
         let member = attribute("name", in: signal)!

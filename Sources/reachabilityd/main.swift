@@ -21,6 +21,9 @@ func main() -> Int32 {
         print("reachabilityd \(Names.version)")
         return 0
     case .run:
+        // The exporter, chosen once: every instrument below reports to it.
+        var options = options
+        options.metricsText = PrometheusExport.bootstrap()
         // From here this thread is the loop's: everything below runs on LoopActor.
         return LoopActor.assumeIsolated(MainLoop()) { loop in
             do throws(Daemon.Exit) {

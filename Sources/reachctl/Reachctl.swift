@@ -28,7 +28,7 @@ struct Reachctl: AsyncParsableCommand {
               2  usage error, invalid target, or the service failed
             """,
         version: NetworkReachabilityManager.version,
-        subcommands: [Status.self, Query.self, Watch.self, List.self, Doctor.self],
+        subcommands: [Status.self, Query.self, Watch.self, List.self, Doctor.self, Metrics.self],
         defaultSubcommand: Status.self)
 
     /// Runs the command; every failure that is not help or the version exits with 2.
@@ -61,7 +61,7 @@ struct Reachctl: AsyncParsableCommand {
 
     /// The options every command takes, which may also come before the command.
     static let globalFlags: Set<String> = ["--json", "--no-daemon", "--daemon"]
-    static let commandNames = ["status", "query", "watch", "list", "doctor", "help"]
+    static let commandNames = ["status", "query", "watch", "list", "doctor", "metrics", "help"]
 
     /// `arguments` with the global options that precede the command moved after it
     /// (`reachctl --json query x` is `reachctl query --json x`).

@@ -36,6 +36,8 @@ from gi.repository import Gio, GLib
 
 SERVICE = "io.github.reachabilityd.Reachability1"
 ROOT = "/io/github/reachabilityd/Reachability1"
+# systemd's log control object (outside ROOT, so walked on its own).
+LOG_CONTROL = "/org/freedesktop/LogControl1"
 STANDARD = ("org.freedesktop.DBus.Properties", "org.freedesktop.DBus.Introspectable",
             "org.freedesktop.DBus.Peer", "org.freedesktop.DBus.ObjectManager")
 # Names no table has: the dispatcher must say so, not guess.
@@ -47,6 +49,10 @@ TARGETS = ("", "localhost", "127.0.0.1", "::1", "fe80::1%lo", "192.0.2.1.", "213
            "1.2.3", "nosuch.test", "UPPER.TEST", "a..b", "-a.test", "a" * 64 + ".test", "x" * 300,
            "b\u00fccher.test", "http://example.test/", "host.test:80", "[::1]", "%", "1.2.3.4/24",
            "192.0.2.10,198.51.100.7", ",::1", "127.0.0.1,")
+# LogControl1 values: every level, and the targets that stay inside the test (journal, kmsg
+# and syslog would write into this machine's own logs; the daemon's own tests set those).
+LOG_VALUES = ("emerg", "alert", "crit", "err", "warning", "notice", "info", "debug", "console", "null", "auto",
+              "Debug", "verbose", "journal-or-kmsg")
 SAMPLES = {"y": lambda r: GLib.Variant("y", r.randrange(256)), "b": lambda r: GLib.Variant("b", r.random() < .5),
            "n": lambda r: GLib.Variant("n", r.randrange(-2**15, 2**15)),
            "q": lambda r: GLib.Variant("q", r.randrange(2**16)),
@@ -66,6 +72,8 @@ class Surface:
         self.methods = collections.defaultdict(dict)   # interface -> {member: input signature}
         self.properties = collections.defaultdict(set)  # interface -> {property}
         self._walk(connection, service, root)
+        if service == SERVICE:
+            self._walk(connection, service, LOG_CONTROL)
         parts = root.strip("/").split("/")
         self.paths += ["/" + "/".join(parts[:i]) for i in range(len(parts))]  # nodes on the way, and "/"
         self.paths += [root + "/host/nosuch", root + "/address/_31", root + "/pair/_2c_31", root + "/x/y/z"]
@@ -97,7 +105,7 @@ class Surface:
     @property
     def strings(self):
         names = set(self.interfaces) | {p for ps in self.properties.values() for p in ps} | set(self.members)
-        return sorted(names) + list(TARGETS)
+        return sorted(names) + list(TARGETS) + list(LOG_VALUES)
 
     def signature(self, member: str) -> str:
         for members in self.methods.values():

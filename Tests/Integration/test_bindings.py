@@ -131,16 +131,20 @@ def test_gdbus_codegen_c_client_compiles_warning_free_and_reads_flags(plain_lab,
 def test_introspection_serves_every_comment_of_the_contract(plain_lab):
     """27 of the file's comments used to be served: the document's header and
     the interfaces' own blocks (with the Manager's error list) were dropped.
-    The root object serves the Manager's and the Target's, the path object the Path's."""
+    The root object serves the Manager's, the Target's and the Metrics', the path object the
+    Path's, /org/freedesktop/LogControl1 LogControl1's."""
     plain_lab.daemon(args=["--system", "--backend", "kernel"])
     served = plain_lab.client.call(harness.SERVICE, harness.ROOT_PATH, harness.INTROSPECTABLE_IFACE,
                                    "Introspect")[0]
     # The Path interface's comments are served by the object that has it (while held).
     path_object = plain_lab.client.call(harness.SERVICE, harness.ROOT_PATH, harness.MANAGER_IFACE, "WatchPath")[0]
     served_path = plain_lab.client.call(harness.SERVICE, path_object, harness.INTROSPECTABLE_IFACE, "Introspect")[0]
+    # LogControl1's comments are served by its own object, systemd's path.
+    served_log = plain_lab.client.call(harness.SERVICE, "/org/freedesktop/LogControl1", harness.INTROSPECTABLE_IFACE,
+                                       "Introspect")[0]
     written = comments(XML.read_text())
     assert len(written) >= 30
-    assert sorted(comments(served) + comments(served_path)) == sorted(written)
+    assert sorted(comments(served) + comments(served_path) + comments(served_log)) == sorted(written)
     assert "Error.TooManyTargets" in served
     # A target object serves its interface's own block too.
     path = plain_lab.client.call(harness.SERVICE, harness.ROOT_PATH, harness.MANAGER_IFACE, "WatchAddress",

@@ -18,8 +18,12 @@ from harness import (INTROSPECTABLE_IFACE, MANAGER_IFACE, OBJECT_MANAGER_IFACE, 
 CONTRACT = harness.contract_members()
 PATH_IFACE = SERVICE + ".Path"
 PATH_PATH = ROOT_PATH + "/path"
+LOG_CONTROL_IFACE = "org.freedesktop.LogControl1"
+LOG_CONTROL_PATH = "/org/freedesktop/LogControl1"
 # Which contract interfaces each object implements (the path object while a client holds it).
-OBJECT_INTERFACES = {ROOT_PATH: (MANAGER_IFACE, TARGET_IFACE), PATH_PATH: (PATH_IFACE,)}
+METRICS_IFACE = SERVICE + ".Metrics"
+OBJECT_INTERFACES = {ROOT_PATH: (MANAGER_IFACE, TARGET_IFACE, METRICS_IFACE), PATH_PATH: (PATH_IFACE,),
+                     LOG_CONTROL_PATH: (LOG_CONTROL_IFACE,)}
 
 # The standard interfaces every object of the daemon implements (the root
 # object adds ObjectManager), with the members the D-Bus specification gives them.
@@ -143,7 +147,7 @@ def expected_interfaces(path=ROOT_PATH):
     return expected
 
 
-@pytest.fixture(params=[ROOT_PATH, PATH_PATH], ids=["root", "path"])
+@pytest.fixture(params=[ROOT_PATH, PATH_PATH, LOG_CONTROL_PATH], ids=["root", "path", "log-control"])
 def introspected(request, plain_lab, daemon):  # pylint: disable=unused-argument
     """An object to introspect; the path object held by a client for the test's duration."""
     if request.param == PATH_PATH:
@@ -189,7 +193,9 @@ def test_busctl_introspect_shows_every_member(plain_lab, introspected):
                 problems.append(f"property {iface}.{name} ({ptype}): busctl shows {got}")
             elif access == "read" and "writable" in got[3]:
                 problems.append(f"property {iface}.{name} is read-only in the contract, busctl shows {got[3]}")
-            elif want_flag not in got[3].split(","):
+            elif access == "readwrite" and "writable" not in got[3]:
+                problems.append(f"property {iface}.{name} is writable in the contract, busctl shows {got[3]}")
+            elif want_flag not in ([flag for flag in got[3].split(",") if flag != "writable"] or ["-"]):
                 problems.append(f"property {iface}.{name}: EmitsChangedSignal={emits} should show {want_flag}, "
                                 f"busctl shows {got[3]}")
     assert not problems, "\n".join(problems) + "\n\nbusctl output:\n" + text
@@ -225,7 +231,8 @@ def test_gdbus_introspect_shows_every_member(plain_lab, introspected):
 def test_properties_have_the_contract_types(client):
     """GetAll of each interface returns exactly the contract's properties, each with its D-Bus type."""
     assert client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchPath") == (PATH_PATH,)
-    for path, iface in ((ROOT_PATH, MANAGER_IFACE), (ROOT_PATH, TARGET_IFACE), (PATH_PATH, PATH_IFACE)):
+    for path, iface in ((ROOT_PATH, MANAGER_IFACE), (ROOT_PATH, TARGET_IFACE), (PATH_PATH, PATH_IFACE),
+                        (LOG_CONTROL_PATH, LOG_CONTROL_IFACE)):
         typed = client.get_all_typed(SERVICE, path, iface)
         want = {name: ptype for name, (ptype, _, _) in CONTRACT[iface]["properties"].items()}
         got = {name: ptype for name, (ptype, _) in typed.items()}
@@ -283,6 +290,18 @@ BAD_CALLS = [
     ("Set of a read-only Manager property",
      (ROOT_PATH, PROPERTIES_IFACE, "Set", "ssv", (MANAGER_IFACE, "Backend", variant("s", "x"))),
      "PropertyReadOnly"),
+    ("Set of the read-only SyslogIdentifier",
+     (LOG_CONTROL_PATH, PROPERTIES_IFACE, "Set", "ssv", (LOG_CONTROL_IFACE, "SyslogIdentifier", variant("s", "x"))),
+     "PropertyReadOnly"),
+    ("Set of LogLevel to a level that does not exist",
+     (LOG_CONTROL_PATH, PROPERTIES_IFACE, "Set", "ssv", (LOG_CONTROL_IFACE, "LogLevel", variant("s", "loud"))),
+     "InvalidArgs"),
+    ("Set of LogLevel with a number",
+     (LOG_CONTROL_PATH, PROPERTIES_IFACE, "Set", "ssv", (LOG_CONTROL_IFACE, "LogLevel", variant("u", 7))),
+     "InvalidArgs"),
+    ("Set of LogTarget to a target that does not exist",
+     (LOG_CONTROL_PATH, PROPERTIES_IFACE, "Set", "ssv", (LOG_CONTROL_IFACE, "LogTarget", variant("s", "printer"))),
+     "InvalidArgs"),
     ("Get of an unknown property",
      (ROOT_PATH, PROPERTIES_IFACE, "Get", "ss", (TARGET_IFACE, "NoSuchProperty")), "UnknownProperty"),
     ("Set of an unknown property",

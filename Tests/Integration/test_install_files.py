@@ -64,6 +64,7 @@ ALLOWED_INTERFACES = {
     MANAGER,
     TARGET,
     PATH,
+    "org.freedesktop.LogControl1",
     "org.freedesktop.DBus.Properties",
     "org.freedesktop.DBus.Introspectable",
     "org.freedesktop.DBus.Peer",
@@ -78,6 +79,9 @@ LOOPBACK = "127.0.0.1"
 LOOPBACK_PATH = ROOT_PATH + "/address/_3127_2e0_2e0_2e1"
 # The object with the Path interface while a client holds it (Manager.WatchPath).
 PATH_PATH = ROOT_PATH + "/path"
+# systemd's log control (systemctl service-log-level): everybody reads, root sets.
+LOG_CONTROL = "org.freedesktop.LogControl1"
+LOG_CONTROL_PATH = "/org/freedesktop/LogControl1"
 
 CI = bool(os.environ.get("CI"))
 PYTHON = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
@@ -239,7 +243,8 @@ connection = Gio.DBusConnection.new_for_address_sync(
     Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION,
     None, None)
 for interface in list(node.interfaces) + list(manager.interfaces):
-    connection.register_object(ROOT, interface, on_call, on_get, None)
+    where = "/org/freedesktop/LogControl1" if interface.name == "org.freedesktop.LogControl1" else ROOT
+    connection.register_object(where, interface, on_call, on_get, None)
 reply = connection.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
                              "RequestName", GLib.Variant("(su)", (SERVICE, 4)), GLib.VariantType("(u)"),
                              Gio.DBusCallFlags.NONE, 10000, None)
@@ -512,11 +517,15 @@ def test_policy_allows_exactly_the_listed_interfaces():
     """Every rule is scoped to the service's name (an unscoped
     send_interface rule would open that interface of every service on the
     machine), but one: the service's own users may send Peer.Ping to anyone
-    (read receipts); and the interfaces opened are exactly the six of the SPEC."""
+    (read receipts); Properties.Set is root's alone (the log's level and target, LogControl1);
+    the Metrics interface is root's and the adm group's; and the interfaces opened to
+    everybody are exactly those of the SPEC."""
     root = ET.parse(POLICY).getroot()
     owners = set()
     allowed = set()
     receipts = set()
+    setters = set()
+    readers = set()
     for policy in root.iter("policy"):
         for rule in policy:
             attributes = dict(rule.attrib)
@@ -524,6 +533,17 @@ def test_policy_allows_exactly_the_listed_interfaces():
                 assert attributes == {"own": SERVICE}, attributes
                 if rule.tag == "allow":
                     owners.add(policy.get("user"))
+                continue
+            if attributes == SET_RULE:
+                # Properties.Set: denied in the default context, allowed to root (the log's settings).
+                assert (rule.tag, policy.get("context") or policy.get("user")) in {("deny", "default"),
+                                                                                   ("allow", "root")}, attributes
+                setters.add((rule.tag, policy.get("context") or policy.get("user")))
+                continue
+            if attributes == METRICS_RULE:
+                # The metrics: root and the adm group, nobody else.
+                assert rule.tag == "allow", attributes
+                readers.add(policy.get("user") or "group " + (policy.get("group") or "?"))
                 continue
             if attributes == RECEIPT_RULE:
                 # The one unscoped rule: the service's own users may ask callers for read receipts.
@@ -541,7 +561,16 @@ def test_policy_allows_exactly_the_listed_interfaces():
     assert owners == {"root", SERVICE_USER}
     assert allowed == ALLOWED_INTERFACES
     assert receipts == {"root", SERVICE_USER}
+    assert setters == {("deny", "default"), ("allow", "root")}
+    assert readers == {"root", "group adm"}
 
+
+# The metrics, which root and the adm group may read (they name every watched target).
+METRICS = SERVICE + ".Metrics"
+METRICS_RULE = {"send_destination": SERVICE, "send_interface": METRICS}
+
+# Properties.Set, which only root may send (LogControl1's LogLevel and LogTarget are the only writable properties).
+SET_RULE = {"send_destination": SERVICE, "send_interface": "org.freedesktop.DBus.Properties", "send_member": "Set"}
 
 # What the service's users may send to any peer: Peer.Ping, as a read receipt (README, "Fair to every user").
 RECEIPT_RULE = {"send_type": "method_call", "send_interface": "org.freedesktop.DBus.Peer", "send_member": "Ping"}
@@ -1033,7 +1062,8 @@ def test_install_files_agree():
     assert [fields[:2] for fields in sysusers] == [["u", SERVICE_USER]]
     interfaces = {interface.get("name") for interface in contract.iter("interface")}
     assert {MANAGER, TARGET} <= interfaces
-    assert interfaces <= ALLOWED_INTERFACES, "every interface of the contract is open to callers"
+    assert interfaces - {METRICS} <= ALLOWED_INTERFACES, \
+        "every interface of the contract is open to callers, but the metrics (root's and adm's)"
 
 
 def test_sysusers_creates_the_service_user():
@@ -1069,9 +1099,10 @@ def test_unprivileged_user_reaches_every_member_of_the_contract_and_nothing_else
     contract = contract_members(CONTRACT)
     operations = [call(MANAGER, "WatchAddress", "(s)", [LOOPBACK])]  # Release below needs it held
     expected = []
-    assert set(contract) == {MANAGER, TARGET, PATH}, "a new interface: say on which object it is tested"
-    for interface in (MANAGER, TARGET, PATH):
-        path = PATH_PATH if interface == PATH else ROOT_PATH
+    assert set(contract) == {MANAGER, TARGET, PATH, LOG_CONTROL, METRICS}, \
+        "a new interface: say on which object it is tested"
+    for interface in (MANAGER, TARGET, PATH, LOG_CONTROL):  # METRICS: root's and adm's (below)
+        path = {PATH: PATH_PATH, LOG_CONTROL: LOG_CONTROL_PATH}.get(interface, ROOT_PATH)
         for method, (ins, _outs) in sorted(contract[interface]["methods"].items()):
             operations.append(call(interface, method, f"({ins})" if ins else "", CONTRACT_ARGUMENTS[ins], path))
             expected.append(f"{interface}.{method}")
@@ -1091,3 +1122,100 @@ def test_unprivileged_user_reaches_every_member_of_the_contract_and_nothing_else
     for (interface, method, _path), result in zip(strangers, refused):
         assert result.get("error") == "org.freedesktop.DBus.Error.UnknownMethod", f"{interface}.{method}: {result}"
     assert refused[-1].get("error") == "org.freedesktop.DBus.Error.UnknownProperty", refused[-1]
+
+
+# ------------------------------------------------------ the log's settings (LogControl1)
+
+
+def busctl_as(bus, user: str, *arguments: str) -> subprocess.CompletedProcess:  # pylint: disable=W0621
+    """``busctl`` on ``bus`` as ``user`` (``setpriv``, with the user's groups: the bus reads
+    them from the connection), as an administrator or a user types it."""
+    argv = [need_tool("busctl"), f"--address={bus.address}", "--no-pager", *arguments]
+    entry = pwd.getpwnam(user)
+    if entry.pw_uid != os.geteuid():
+        argv = [need_tool("setpriv"), f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups",
+                "--"] + argv
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False,
+                          env={"PATH": "/usr/bin:/bin", "HOME": "/", "LANG": "C.UTF-8"})
+    print(f"as {user}: busctl {' '.join(arguments)} -> {done.returncode} {done.stdout.strip()} {done.stderr.strip()}")
+    return done
+
+
+@pytest.mark.parametrize("service", ["reachabilityd"], indirect=True)
+def test_log_control_root_sets_everybody_reads(bus, service):  # pylint: disable=redefined-outer-name
+    """``systemctl service-log-level`` through busctl: nobody reads LogLevel, LogTarget and
+    SyslogIdentifier; nobody cannot set them (the shipped policy refuses, before the service
+    would); root sets them, and nobody then reads root's values."""
+    def get(user, name):
+        done = busctl_as(bus, user, "get-property", SERVICE, LOG_CONTROL_PATH, LOG_CONTROL, name)
+        assert done.returncode == 0, f"{user} cannot read {name}: {done.stderr}"
+        return done.stdout.strip()
+
+    def set_(user, name, value):
+        return busctl_as(bus, user, "set-property", SERVICE, LOG_CONTROL_PATH, LOG_CONTROL, name, "s", value)
+
+    assert get("nobody", "LogLevel") == 's "info"'
+    assert get("nobody", "SyslogIdentifier") == 's "reachabilityd"'
+    assert get("nobody", "LogTarget") == 's "console"', "standard error is a file here, not the journal"
+    for name, value in (("LogLevel", "debug"), ("LogTarget", "null"), ("SyslogIdentifier", "x")):
+        refused = set_("nobody", name, value)
+        assert refused.returncode != 0, f"nobody set {name}"
+        assert "denied" in refused.stderr.lower(), refused.stderr
+    assert get("nobody", "LogLevel") == 's "info"', "a refused Set changed the level"
+    done = set_("root", "LogLevel", "debug")
+    assert done.returncode == 0, done.stderr
+    assert get("nobody", "LogLevel") == 's "debug"'
+    done = set_("root", "LogTarget", "null")
+    assert done.returncode == 0, done.stderr
+    assert get("nobody", "LogTarget") == 's "null"'
+    done = set_("root", "LogTarget", "auto")
+    assert done.returncode == 0, done.stderr
+    assert get("nobody", "LogTarget") == 's "console"'
+    # Values the service does not know, and the read-only identifier, are named errors for root too.
+    for name, value, message in (("LogLevel", "verbose", 'LogLevel is one of emerg, alert, crit, err, warning, '
+                                                          'notice, info, debug, not "verbose"'),
+                                 ("LogTarget", "printer", 'not "printer"'),
+                                 ("SyslogIdentifier", "x", "is read-only")):
+        done = set_("root", name, value)
+        assert done.returncode != 0, f"root set {name} to {value}"
+        assert message in done.stderr, done.stderr
+    assert get("nobody", "LogLevel") == 's "debug"'
+
+
+# ------------------------------------------------------ the metrics: root and the adm group
+
+ADM_USER = "reachtest-adm"
+
+
+@pytest.fixture
+def adm_user():
+    """A system user in the adm group (none exists on a fresh Debian), removed afterwards."""
+    need_root()
+    created = False
+    try:
+        pwd.getpwnam(ADM_USER)
+    except KeyError:
+        subprocess.run([need_tool("useradd"), "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+                        "--groups", "adm", ADM_USER], check=True)
+        created = True
+    yield ADM_USER
+    if created:
+        subprocess.run([need_tool("userdel"), ADM_USER], check=False)
+
+
+@pytest.mark.parametrize("service", ["reachabilityd"], indirect=True)
+def test_metrics_are_roots_and_adms(adm_user, bus, service):  # pylint: disable=redefined-outer-name
+    """Metrics.Read and Follow under the shipped policy: root and a member of adm get the
+    text; nobody is refused by the bus (AccessDenied), and sees no text."""
+    def read(user, method="Read"):
+        return busctl_as(bus, user, "call", SERVICE, ROOT_PATH, METRICS, method)
+
+    for user in ("root", adm_user):
+        done = read(user)
+        assert done.returncode == 0, f"{user}: {done.stderr}"
+        assert done.stdout.startswith('s "') and "reachability_target_reachable" in done.stdout, done.stdout
+        assert read(user, "Follow").returncode == 0
+    for method in ("Read", "Follow"):
+        refused = read("nobody", method)
+        assert refused.returncode != 0 and "denied" in refused.stderr.lower(), refused
+        assert "reachability_" not in refused.stdout

@@ -708,7 +708,8 @@ def test_networkmanager_killed_and_restarted(nm_lab):
     the kernel (Backend "kernel", the routes NetworkManager configured are still there, so still
     Reachable); within 1 s of NetworkManager reaching State 70 again it shows Backend
     "networkmanager" and NetworkManager's answer. Flags never change, so no StatusChanged on any
-    object. Afterwards: no more open files than before, every target still there with its flags.
+    object. Afterwards: no more open files than before, every target still there with its flags;
+    each loss and return logged once at its priority, and counted in the metrics.
     (Threads are not counted: GLib's resolver pool starts and ends threads as lookups come.)"""
     lab, client = nm_lab, nm_lab.client
     recorder = recorder_before_start(lab)
@@ -780,6 +781,14 @@ def test_networkmanager_killed_and_restarted(nm_lab):
         print(f"{RESTARTS} NetworkManager restarts in {elapsed:.1f} s; State 70 → our answer: "
               f"max {max(latencies) * 1000:.1f} ms, median {sorted(latencies)[len(latencies) // 2] * 1000:.1f} ms "
               f"(negative: we answered first); open files {fds_before} before, {fds_after[-1]} after")
+
+        # Each loss and return was logged once, at its priority (README, "Logs"), and counted in the metrics.
+        log = daemon.log_text()
+        assert log.count("<4>NetworkManager left the bus") == RESTARTS, log[-3000:]
+        assert log.count("<5>NetworkManager is back on the bus") == RESTARTS, log[-3000:]
+        (metrics,) = client.call(SERVICE, ROOT_PATH, SERVICE + ".Metrics", "Read")
+        assert f"reachability_networkmanager_restarts_total {RESTARTS}\n" in metrics, metrics
+        assert 'reachability_backend{backend="networkmanager"} 1.0' in metrics, metrics
 
         managed = client.call(SERVICE, ROOT_PATH, OBJECT_MANAGER_IFACE, "GetManagedObjects")[0]
         for (target, target_mark, expected), (_, argument, path, _) in zip(target_recorders, HELD_TARGETS):

@@ -99,13 +99,14 @@ def test_every_member_of_every_interface_on_every_object_answers(nm_lab):
     address = holder.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchAddress", "s", ("127.0.0.1",))[0]
     paths = holder.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchPath")[0]
     objects = {"root": ROOT_PATH, "host": host, "address": address, "path": paths,
-               "none": ROOT_PATH + "/host/nosuch"}
+               "log control": busfuzz.LOG_CONTROL, "none": ROOT_PATH + "/host/nosuch"}
     surface = {}
-    for path in (ROOT_PATH, host, address, paths):
+    for path in (ROOT_PATH, host, address, paths, busfuzz.LOG_CONTROL):
         for interface, methods in introspected(holder, path).items():
             surface.setdefault(interface, {}).update(methods)
     assert set(surface) >= {MANAGER_IFACE, TARGET_IFACE, SERVICE + ".Path", PROPERTIES_IFACE, PEER_IFACE,
-                            OBJECT_MANAGER_IFACE, "org.freedesktop.DBus.Introspectable"}, sorted(surface)
+                            OBJECT_MANAGER_IFACE, "org.freedesktop.DBus.Introspectable",
+                            "org.freedesktop.LogControl1"}, sorted(surface)
     interfaces = sorted(surface) + [SERVICE + ".NoSuchInterface", ""]
     members = sorted({m: s for ms in surface.values() for m, s in ms.items()}.items())
 

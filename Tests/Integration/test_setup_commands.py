@@ -10,7 +10,7 @@ root with no sudo (SPEC, "README: the two set-up commands").
   systemctl, in a mount namespace whose /usr/sbin is a scratch directory,
   the script's policy-rc.d forbids every start while apt-get runs, the
   previous policy-rc.d (or none) is back afterwards, and the NetworkManager
-  units the package enabled are disabled again.
+  and Prometheus units the packages enabled are disabled again.
 """
 
 import os
@@ -112,6 +112,8 @@ def test_installing_the_test_packages_starts_and_enables_nothing(tmp_path, previ
     assert log[2:4] == ["policy-rc.d start: 101", "policy-rc.d restart: 101"], log
     disabled = [line for line in log if line.startswith("deb-systemd-helper disable ")]
     assert "deb-systemd-helper disable NetworkManager.service" in disabled, log
+    assert "prometheus" in log[1].split(), log  # for promtool
+    assert "deb-systemd-helper disable prometheus.service" in disabled, log
     if previous is None:
         assert list(sbin.iterdir()) == []
     else:

@@ -75,7 +75,7 @@ private func members(_ methods: [ContractMethod], _ properties: [ContractPropert
     var set = Set<ContractReader.Member>()
     for m in methods { set.insert(.init(kind: "method", name: m.name, detail: "(\(m.input))->(\(m.output))")) }
     for p in properties {
-        set.insert(.init(kind: "property", name: p.name, detail: "\(p.type) read emits=\(p.emitsChanged)"))
+        set.insert(.init(kind: "property", name: p.name, detail: "\(p.type) \(p.access) emits=\(p.emitsChanged)"))
     }
     for s in signals { set.insert(.init(kind: "signal", name: s.name, detail: "(\(s.signature))")) }
     return set
@@ -88,7 +88,8 @@ private func members<Owner>(_ interface: Interface<Owner>) -> Set<ContractReader
         set.insert(.init(kind: "method", name: m.name, detail: "(\(m.input))->(\(m.output))"))
     }
     for p in interface.properties {
-        set.insert(.init(kind: "property", name: p.name, detail: "\(p.signature) read emits=\(p.emits.rawValue)"))
+        let access = p.set == nil ? "read" : "readwrite"
+        set.insert(.init(kind: "property", name: p.name, detail: "\(p.signature) \(access) emits=\(p.emits.rawValue)"))
     }
     for s in interface.signals {
         set.insert(.init(kind: "signal", name: s.name, detail: "(\(s.signature))"))
@@ -123,6 +124,8 @@ struct ContractTests {
             Names.managerInterface: members(ManagerObject.interface),
             Names.targetInterface: members(TargetObject.interface),
             Names.pathInterface: members(PathObject.interface),
+            Names.logControlInterface: members(LogControlObject.interface),
+            Names.metricsInterface: members(MetricsObject.interface),
         ]
         #expect(Set(reader.interfaces.keys) == Set(tables.keys))
         for (name, declared) in tables {
@@ -144,6 +147,10 @@ struct ContractTests {
                                                     Contract.Target.signals),
             Contract.Path.interfaceName: members(Contract.Path.methods, Contract.Path.properties,
                                                   Contract.Path.signals),
+            Contract.LogControl1.interfaceName: members(Contract.LogControl1.methods, Contract.LogControl1.properties,
+                                                         Contract.LogControl1.signals),
+            Contract.Metrics.interfaceName: members(Contract.Metrics.methods, Contract.Metrics.properties,
+                                                     Contract.Metrics.signals),
         ]
         #expect(generated == reader.interfaces)
     }
@@ -164,7 +171,8 @@ struct ContractTests {
         let text = try String(contentsOf: Self.xmlURL, encoding: .utf8)
         #expect(Contract.xml.trimmingCharacters(in: .whitespacesAndNewlines)
                 == text.trimmingCharacters(in: .whitespacesAndNewlines))
-        for name in [Names.managerInterface, Names.targetInterface, Names.pathInterface] {
+        for name in [Names.managerInterface, Names.targetInterface, Names.pathInterface, Names.logControlInterface,
+                     Names.metricsInterface] {
             #expect(text.contains(Names.contract.elements[name]!.trimmingCharacters(in: .whitespaces)))
         }
     }
@@ -173,7 +181,9 @@ struct ContractTests {
     func everyComment() throws {
         let text = try String(contentsOf: Self.xmlURL, encoding: .utf8)
         let comments = text.split(separator: "<!--").dropFirst().map { "<!--" + $0.prefix(through: $0.firstRange(of: "-->")!.upperBound).dropLast() }
-        let served = [Names.managerInterface, Names.targetInterface, Names.pathInterface].map { Names.contract[$0] }.joined()
+        let served = [Names.managerInterface, Names.targetInterface, Names.pathInterface, Names.logControlInterface,
+                      Names.metricsInterface]
+            .map { Names.contract[$0] }.joined()
         #expect(comments.count >= 30)
         for comment in comments {
             #expect(served.contains(comment), "not served: \(comment.prefix(80))")

@@ -173,13 +173,13 @@ _reachctl() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    status|query|watch|list|doctor|help)
+    status|query|watch|list|doctor|metrics|help)
         # Offer subcommand argument completions
         "_reachctl_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'status query watch list doctor help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'status query watch list doctor metrics help' -- "${cur}"))
         ;;
     esac
 }
@@ -236,6 +236,21 @@ _reachctl_doctor() {
     repeating_options=()
     non_repeating_options=()
     __reachctl_offer_flags_options 0
+}
+
+_reachctl_metrics() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--textfile)
+    __reachctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--textfile')
+        return
+        ;;
+    esac
 }
 
 _reachctl_help() {

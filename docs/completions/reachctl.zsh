@@ -55,13 +55,14 @@ _reachctl() {
             'watch:Show each TARGET'\''s reachability, then a line for every change, until interrupted.'
             'list:Show the targets reachabilityd watches for your user (for every user, as root), with their state.'
             'doctor:Check the installed service: its files, the bus'\''s policy and activation, and an answer.'
+            'metrics:Print reachabilityd'\''s metrics (Prometheus text format); root and the adm group only.'
             'help:Show subcommand help information.'
         )
         _describe -V subcommand subcommands && ret=0
         ;;
     arg)
         case "${words[1]}" in
-        status|query|watch|list|doctor|help)
+        status|query|watch|list|doctor|metrics|help)
             "_reachctl_${words[1]}" && ret=0
             ;;
         esac
@@ -134,6 +135,18 @@ _reachctl_list() {
 _reachctl_doctor() {
     local -i ret=1
     local -ar arg_specs=(
+        '--version[Show the version.]'
+        '(-h --help)'{-h,--help}'[Show help information.]'
+    )
+    _arguments -w -s -S : "${arg_specs[@]}" && ret=0
+
+    return "${ret}"
+}
+
+_reachctl_metrics() {
+    local -i ret=1
+    local -ar arg_specs=(
+        '--textfile[Keep FILE up to date instead of printing once.]:FILE:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )

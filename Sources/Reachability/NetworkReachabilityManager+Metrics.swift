@@ -1,0 +1,17 @@
+import ReachabilityRuntime
+
+extension NetworkReachabilityManager {
+    /// reachabilityd's metrics in the Prometheus text format (`Metrics.Read`). Root and
+    /// the `adm` group only; anybody else gets an error that says so. For tools.
+    public static func daemonMetrics(timeoutMilliseconds: Int32 = 15_000) async throws(ReachabilityError) -> String {
+        try await DaemonMetrics.read(timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    /// The daemon's metrics now, and again after each change it announces
+    /// (`Metrics.Follow`, `Metrics.Changed`): never on a timer. When the daemon leaves
+    /// the bus nothing comes until it is back (then it is followed again). Ends with the
+    /// error when the daemon refuses (not root or `adm`), or when the consumer stops.
+    public static func daemonMetricsUpdates() -> AsyncThrowingStream<String, any Error> {
+        DaemonMetrics.updates()
+    }
+}

@@ -1,0 +1,120 @@
+import ReachabilityBus
+import ReachabilityCore
+import ReachabilityLoop
+
+/// reachabilityd's metrics, for the façades' tools (`NetworkReachabilityManager.daemonMetrics`).
+package enum DaemonMetrics {
+    /// reachabilityd's metrics in the Prometheus text format (`Metrics.Read`). Root and
+    /// the `adm` group only; anybody else gets an error that says so. Blocks the
+    /// library's thread for the length of the call: for tools.
+    package static func read(timeoutMilliseconds: Int32 = 15_000) async throws(ReachabilityError) -> String {
+        let result: Result<String, ReachabilityError> = await Runtime.answer { _, done in
+            do throws(ReachabilityError) {
+                let connection = try MetricsFollower.connect()
+                done(MetricsFollower.text(Result { () throws(BusError) in
+                    try connection.call(destination: ServiceNames.busName, path: MetricsFollower.root,
+                                        interface: ServiceNames.metricsInterface, member: Contract.Metrics.read.name,
+                                        timeoutMilliseconds: timeoutMilliseconds)
+                }))
+            } catch {
+                done(.failure(error))
+            }
+        }
+        return try result.get()
+    }
+
+    /// The daemon's metrics now, and again after each change it announces
+    /// (`Metrics.Follow`, `Metrics.Changed`): never on a timer. When the daemon leaves
+    /// the bus nothing comes until it is back (then it is followed again). Ends with the
+    /// error when the daemon refuses (not root or `adm`), or when the consumer stops.
+    package static func updates() -> AsyncThrowingStream<String, any Error> {
+        let id = Runtime.newID()
+        return AsyncThrowingStream { continuation in
+            continuation.onTermination = { _ in Runtime.send { _ in MetricsFollower.all[id] = nil } }
+            Runtime.send { _ in
+                do throws(ReachabilityError) {
+                    MetricsFollower.all[id] = try MetricsFollower { result in
+                        switch result {
+                        case .success(let text): continuation.yield(text)
+                        case .failure(let error):
+                            continuation.finish(throwing: error)
+                            MetricsFollower.all[id] = nil
+                        }
+                    }
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+        }
+    }
+}
+
+/// Follows the daemon's metrics on a connection of its own.
+@LoopActor
+final class MetricsFollower {
+    static let root = ObjectPath(rawValue: ServiceNames.rootPath)!
+    /// The followers of `daemonMetricsUpdates`, by subscription.
+    static var all: [Int: MetricsFollower] = [:]
+
+    private let connection: BusConnection
+    private var owner: SignalSubscription?
+    private var changed: SignalSubscription?
+    private let deliver: (Result<String, ReachabilityError>) -> Void
+
+    init(_ deliver: @escaping (Result<String, ReachabilityError>) -> Void) throws(ReachabilityError) {
+        self.deliver = deliver
+        connection = try Self.connect()
+        // The owner first: the bus answers in order, so the daemon's unique name is known
+        // before its first Changed (signals from anybody else are not taken for its own).
+        owner = connection.followOwner(of: ServiceNames.busName) { [unowned self] owner in
+            if !owner.isEmpty { self.follow() }
+        }
+        changed = connection.subscribe(sender: ServiceNames.busName, path: Self.root,
+                                       interface: ServiceNames.metricsInterface,
+                                       member: Contract.Metrics.changed.name) { [unowned self] _ in self.read() }
+        follow()
+    }
+
+    static func connect() throws(ReachabilityError) -> BusConnection {
+        do {
+            return try BusConnection(.system)
+        } catch {
+            throw .serviceUnavailable(error.message)
+        }
+    }
+
+    /// `Follow`, then the text as it is now.
+    private func follow() {
+        connection.callAsync(destination: ServiceNames.busName, path: Self.root,
+                             interface: ServiceNames.metricsInterface, member: Contract.Metrics.follow.name) {
+            [weak self] reply in
+            guard let self else { return }
+            if case .failure(let error) = reply { return self.deliver(.failure(Self.error(error))) }
+            self.read()
+        }
+    }
+
+    private func read() {
+        connection.callAsync(destination: ServiceNames.busName, path: Self.root,
+                             interface: ServiceNames.metricsInterface, member: Contract.Metrics.read.name) {
+            [weak self] reply in
+            self?.deliver(Self.text(reply))
+        }
+    }
+
+    static func text(_ reply: Result<[DBusValue], BusError>) -> Result<String, ReachabilityError> {
+        switch reply {
+        case .success(let values):
+            guard let text = values.first?.stringValue else {
+                return .failure(.failed("Metrics.Read answered '\(values.signature)', not a string"))
+            }
+            return .success(text)
+        case .failure(let error): return .failure(Self.error(error))
+        }
+    }
+
+    static func error(_ error: BusError) -> ReachabilityError {
+        error.name == "org.freedesktop.DBus.Error.AccessDenied"
+            ? .failed("the metrics are root's and the adm group's (\(error.message))") : ReachabilityError(error)
+    }
+}

@@ -1,0 +1,160 @@
+"""``reachctl metrics``: the daemon's metrics in the Prometheus text format (README, "Metrics").
+
+* The text passes Prometheus's own checker (``promtool check metrics``) and says
+  what the issue asks: every watched target with its flags as labels, its
+  changes, the path's interfaces, the backend, NetworkManager's returns, the
+  evaluation latency histogram, lookups in flight, the clients.
+* ``--textfile FILE`` keeps FILE for node_exporter: rewritten (a new inode, by
+  rename) after a change, and not at all while nothing changes.
+* A target released is gone from the text (its name is nobody's business after).
+* The example alert rule in ``data/`` fires when the internet target has been
+  unreachable for five minutes, and not before (``promtool test rules``).
+
+The daemon runs on a private system bus with the kernel backend; reachctl runs as
+root (the policy's root-and-adm rule is tested in test_install_files.py).
+"""
+
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+import harness
+from harness import MANAGER_IFACE, ROOT_PATH, SERVICE
+
+REACHCTL = harness.daemon_binary().parent / "reachctl"
+
+
+def reachctl_env(lab):
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "DBUS_SYSTEM_BUS_ADDRESS": lab.bus.address,
+            "LANG": "C.UTF-8"}
+
+
+def metrics(lab):
+    done = subprocess.run([str(REACHCTL), "metrics"], capture_output=True, text=True, timeout=30,
+                          env=reachctl_env(lab), check=False)
+    assert done.returncode == 0, f"reachctl metrics failed ({done.returncode}): {done.stderr}"
+    assert done.stderr == "", done.stderr
+    return done.stdout
+
+
+def samples(text, name):
+    """``{labels-string: value}`` of metric ``name``."""
+    found = {}
+    for line in text.splitlines():
+        match = re.match(rf"^{name}(\{{.*\}})? (\S+)$", line)
+        if match:
+            found[match.group(1) or ""] = float(match.group(2))
+    return found
+
+
+@pytest.fixture
+def daemon(plain_lab):
+    return plain_lab.daemon(args=["--system", "--backend", "kernel"])
+
+
+def test_metrics_pass_promtool_and_say_what_is_watched(plain_lab, daemon):
+    client = plain_lab.client
+    client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchAddress", "s", ("127.0.0.1",))
+    client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchHost", "s", ("localhost",))
+    client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchPath")
+    text = metrics(plain_lab)
+    checked = subprocess.run([harness.need_tool("promtool"), "check", "metrics"], input=text, capture_output=True,
+                             text=True, timeout=30, check=False)
+    assert checked.returncode == 0, f"promtool check metrics:\n{checked.stdout}{checked.stderr}\n{text}"
+
+    reachable = samples(text, "reachability_target_reachable")
+    assert reachable.get('{target="127.0.0.1",kind="address"}') == 1, reachable
+    assert '{target="internet",kind="internet"}' in reachable, reachable
+    flags = samples(text, "reachability_target_flags")
+    loopback = [labels for labels in flags if 'target="127.0.0.1"' in labels]
+    assert len(loopback) == 1, flags
+    assert 'reachable="1"' in loopback[0] and 'is_local_address="1"' in loopback[0], loopback
+    assert 'interface_type="loopback"' in loopback[0] and flags[loopback[0]] == 196610, flags
+    assert samples(text, "reachability_target_changes_total"), text
+    assert samples(text, "reachability_backend").get('{backend="kernel"}') == 1, text
+    assert samples(text, "reachability_networkmanager_restarts_total") == {"": 0}, text
+    assert samples(text, "reachability_lookups_in_flight") == {"": 0}, text
+    assert samples(text, "reachability_clients") == {"": 1}, text
+    assert samples(text, "reachability_targets") == {'{kind="internet"}': 1, '{kind="host"}': 1,
+                                                     '{kind="address"}': 1}, text
+    assert samples(text, "reachability_evaluation_seconds_count")[""] >= 1, text
+    assert samples(text, "reachability_path_interface_usable"), text
+
+    # Released: the target's series go with it.
+    client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "Release", "o",
+                (ROOT_PATH + "/address/_3127_2e0_2e0_2e1",))
+    harness.wait_until(lambda: "127.0.0.1" not in metrics(plain_lab), harness.CHANGE_TIMEOUT,
+                       "the released target to leave the metrics", poll=0.1)
+
+
+def test_textfile_is_rewritten_on_change_only(plain_lab, daemon, tmp_path):
+    path = tmp_path / "reachability.prom"
+    log = tmp_path / "reachctl.log"
+    process = harness.Process("reachctl", [REACHCTL, "metrics", "--textfile", path], log,
+                              env=reachctl_env(plain_lab))
+
+    def describe():
+        return f"reachctl log:\n{harness.tail(log, 40)}\n{daemon.log_text()[-2000:]}"
+
+    try:
+        harness.wait_until(lambda: path.exists() or not process.running, harness.CHANGE_TIMEOUT,
+                           "the textfile to be written", describe, poll=0.05)
+        assert process.running, describe()
+        first = os.stat(path).st_ino
+        assert "reachability_target_reachable" in path.read_text()
+        # Nothing changes: nothing is written (the benchmark counts a whole minute).
+        time.sleep(2)
+        assert os.stat(path).st_ino == first, "rewritten while nothing changed"
+        plain_lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchAddress", "s", ("127.0.0.1",))
+        harness.wait_until(lambda: 'target="127.0.0.1"' in path.read_text(), harness.CHANGE_TIMEOUT,
+                           "the new target in the textfile", describe, poll=0.02)
+        assert os.stat(path).st_ino != first, "not replaced by rename"
+        leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith("reachability.prom.tmp")]
+        assert not leftovers, leftovers
+    finally:
+        status = process.stop()
+    assert status in (0, -signal.SIGTERM), describe()
+
+
+RULES_TEST = """
+rule_files:
+  - {rules}
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'reachability_target_reachable{{target="internet",kind="internet",instance="host1"}}'
+        values: '1 1 0 0 0 0 0 0 0 1'
+      - series: 'reachability_target_reachable{{target="example.com",kind="host",instance="host1"}}'
+        values: '0x9'
+    alert_rule_test:
+      - eval_time: 5m
+        alertname: HostLostInternetPath
+        exp_alerts: []
+      - eval_time: 7m
+        alertname: HostLostInternetPath
+        exp_alerts:
+          - exp_labels: {{severity: warning, target: internet, kind: internet, instance: host1}}
+            exp_annotations:
+              summary: "host1 has no path to the internet"
+              description: "reachabilityd on host1 has found no usable route to the internet for 5 minutes. `reachctl status` on the host says which interface it last used and why it is not reachable."
+      - eval_time: 9m
+        alertname: HostLostInternetPath
+        exp_alerts: []
+"""
+
+
+def test_alert_rule_fires_when_the_internet_path_is_lost(tmp_path):
+    """data/reachabilityd.rules.yml: an unreachable host target alone never fires; the internet
+    target unreachable for 5 minutes does, and stops when it is back."""
+    rules = harness.REPO / "data" / "reachabilityd.rules.yml"
+    test = tmp_path / "rules_test.yml"
+    test.write_text(RULES_TEST.format(rules=rules))
+    for argv in (["check", "rules", str(rules)], ["test", "rules", str(test)]):
+        done = subprocess.run([harness.need_tool("promtool")] + argv, capture_output=True, text=True, timeout=60,
+                              check=False)
+        assert done.returncode == 0, f"promtool {' '.join(argv)}:\n{done.stdout}{done.stderr}"
