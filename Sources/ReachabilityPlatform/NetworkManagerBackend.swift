@@ -4,9 +4,11 @@ import ReachabilityLoop
 
 /// What NetworkManager says, read through libnm. Every libnm call of the
 /// project is in this file (a modem's signal quality, which libnm does not
-/// carry, comes from ModemManager: `ModemManagerSignals`). Created asynchronously; follows NetworkManager
-/// appearing and vanishing (`nm-running`), and reports any change of the
-/// client, its devices or its active connections through `onChange`.
+/// carry, comes from ModemManager: `ModemManagerSignals`). Created
+/// asynchronously; follows NetworkManager appearing and vanishing
+/// (`nm-running`), and reports any change of the client, its devices or its
+/// active connections through `onChange`, and a change of a device's radio
+/// signal only when its `LinkQuality` changes.
 @LoopActor
 public final class NetworkManagerBackend {
     private var client: OpaquePointer?
