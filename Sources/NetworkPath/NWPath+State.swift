@@ -71,7 +71,8 @@ extension NWPath {
     /// interface the path is unsatisfied, or requires a connection when the
     /// flags say one comes up on demand and the monitor allows every type.
     /// Cost (`isExpensive`, `isConstrained`) is known for the preferred
-    /// interface; another interface is expensive when it is a modem.
+    /// interface; another interface is expensive when it is a modem. The link
+    /// quality is known for the preferred interface only.
     init(_ state: PathState, requirement: PathRequirement) {
         let usable = state.interfaces.filter(\.isUsable)
         let underlay = usable.first { !$0.isVPN }
@@ -108,7 +109,8 @@ extension NWPath {
             supportsIPv4: allowed.contains(where: \.usableIPv4),
             supportsIPv6: allowed.contains(where: \.usableIPv6),
             supportsDNS: state.dnsConfigured,
-            gateways: gateways)
+            gateways: gateways,
+            linkQuality: isPreferred ? state.linkQuality : .unknown)
     }
 }
 

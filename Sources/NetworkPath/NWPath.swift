@@ -1,3 +1,5 @@
+import ReachabilityCore
+
 /// The state of the network as one monitor sees it, with the Network
 /// framework's names: whether a path to the internet exists over the
 /// interfaces the monitor allows, which interfaces it can use, and what they
@@ -33,6 +35,27 @@ public struct NWPath: Equatable, Sendable, CustomDebugStringConvertible {
         case vpnInactive
     }
 
+    /// How well the link layer of the path's interface can carry traffic: a hint to
+    /// tune the starting values of algorithms that scale with the network (a first
+    /// bit rate, a buffer size), never a reason to refuse or delay a connection, nor
+    /// to override what a connection measures. Apple's cases and meaning; on Linux it
+    /// comes from the Wi-Fi access point's signal strength or the modem's signal
+    /// quality (0–30 % minimal, 31–55 % moderate, 56–100 % good), wired Ethernet
+    /// with carrier is good, and anything else unknown (see the catalog's
+    /// "Link quality").
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
+    public enum LinkQuality: Hashable, Sendable {
+        /// No measurement is available: no interface, a tunnel, Bluetooth, or a radio
+        /// whose signal is not known (no NetworkManager, no ModemManager).
+        case unknown
+        /// A weak signal: at most one of four bars.
+        case minimal
+        /// A fair signal: two bars.
+        case moderate
+        /// A strong signal (three or four bars), or a wire with carrier.
+        case good
+    }
+
     public let status: Status
     public let unsatisfiedReason: UnsatisfiedReason
     /// The interfaces the path can use, in the kernel's order of preference: the
@@ -58,10 +81,28 @@ public struct NWPath: Equatable, Sendable, CustomDebugStringConvertible {
     /// The interface types traffic on this path goes through: the first available
     /// interface's, and for a tunnel, also that of the interface under it.
     let usedTypes: Set<NWInterface.InterfaceType>
+    /// `linkQuality`, stored as the facts say it: a stored property cannot carry Apple's
+    /// availability.
+    let quality: ReachabilityCore.LinkQuality
+
+    /// The link quality of the path's first available interface when it is the system's
+    /// preferred one (the only interface whose quality the facts carry); `.unknown` for
+    /// a path through another interface, or none.
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
+    public var linkQuality: LinkQuality {
+        switch quality {
+        case .unknown: .unknown
+        case .minimal: .minimal
+        case .moderate: .moderate
+        case .good: .good
+        }
+    }
 
     init(status: Status, availableInterfaces: [NWInterface] = [], usedTypes: Set<NWInterface.InterfaceType> = [],
          isExpensive: Bool = false, isConstrained: Bool = false, supportsIPv4: Bool = false,
-         supportsIPv6: Bool = false, supportsDNS: Bool = false, gateways: [NWEndpoint] = []) {
+         supportsIPv6: Bool = false, supportsDNS: Bool = false, gateways: [NWEndpoint] = [],
+         linkQuality: ReachabilityCore.LinkQuality = .unknown) {
+        quality = linkQuality
         self.status = status
         unsatisfiedReason = .notAvailable
         self.availableInterfaces = availableInterfaces

@@ -3,7 +3,7 @@
 /// `evaluatePaths` lists every link but loopback with its type and, per
 /// family, whether the kernel has a route to the internet for packets bound
 /// to it (`BoundRoutes`); it orders them as the contract says and derives
-/// `Expensive` and `Constrained` from the preferred one. `hasNameServer`
+/// `Expensive`, `Constrained` and `LinkQuality` (`linkQuality`) from the preferred one. `hasNameServer`
 /// reads a resolver configuration file's text.
 extension Engine {
     /// The kernel's answers for one link: the routing-table entry a packet to
@@ -90,7 +90,8 @@ extension Engine {
             flags: internet.exportedFlags,
             dnsConfigured: dnsConfigured,
             isExpensive: preferred.map { $0.type == .wwan || device?.isMetered == true } ?? false,
-            isConstrained: device?.isMeteredByUser ?? false)
+            isConstrained: device?.isMeteredByUser ?? false,
+            linkQuality: linkQuality(of: preferred, device: device))
     }
 
     /// A resolver configuration file (`resolv.conf(5)`) names a name server: a

@@ -121,12 +121,16 @@ public struct DeviceFact: Sendable, Hashable {
     public var isMeteredByUser: Bool
     public var connectivityIPv4: Connectivity
     public var connectivityIPv6: Connectivity
+    /// The radio's signal, 0–100 %: a Wi-Fi device's active access point's strength,
+    /// or a modem's recent signal quality (ModemManager); `nil` when none is known.
+    public var signal: UInt8?
 
     public init(
         interface: String, type: InterfaceType, activity: Activity, isVPN: Bool = false,
         isMetered: Bool = false, isMeteredByUser: Bool = false, connectivityIPv4: Connectivity = .unknown,
-        connectivityIPv6: Connectivity = .unknown
+        connectivityIPv6: Connectivity = .unknown, signal: UInt8? = nil
     ) {
+        self.signal = signal
         self.interface = interface
         self.type = type
         self.activity = activity

@@ -48,9 +48,12 @@ public struct PathState: Sendable, Hashable {
     public var isExpensive: Bool
     /// The preferred interface's connection is metered `yes` by the user's own setting.
     public var isConstrained: Bool
+    /// The preferred interface's link quality (`Engine.linkQuality`).
+    public var linkQuality: LinkQuality
 
     public init(interfaces: [PathInterface] = [], flags: ReachabilityFlags = [], dnsConfigured: Bool = false,
-                isExpensive: Bool = false, isConstrained: Bool = false) {
+                isExpensive: Bool = false, isConstrained: Bool = false, linkQuality: LinkQuality = .unknown) {
+        self.linkQuality = linkQuality
         self.interfaces = interfaces
         self.flags = flags
         self.dnsConfigured = dnsConfigured

@@ -3,15 +3,24 @@ import ReachabilityCore
 import ReachabilityLoop
 
 /// What NetworkManager says, read through libnm. Every libnm call of the
-/// project is in this file. Created asynchronously; follows NetworkManager
-/// appearing and vanishing (`nm-running`), and reports any change of the
-/// client, its devices or its active connections through `onChange`.
+/// project is in this file (a modem's signal quality, which libnm does not
+/// carry, comes from ModemManager: `ModemManagerSignals`). Created
+/// asynchronously; follows NetworkManager appearing and vanishing
+/// (`nm-running`), and reports any change of the client, its devices or its
+/// active connections through `onChange`, and a change of a device's radio
+/// signal only when its `LinkQuality` changes.
 @LoopActor
 public final class NetworkManagerBackend {
     private var client: OpaquePointer?
     private var clientHandlers: [gulong] = []
-    /// Objects we listen to (devices, active connections), each held with a reference.
+    /// Objects we listen to (devices, active connections, Wi-Fi devices' active access
+    /// points), each held with a reference.
     private var watched: [UnsafeMutableRawPointer: [gulong]] = [:]
+    /// ModemManager's signal quality of the modems, followed while a modem device exists.
+    private var modemManager: ModemManagerSignals?
+    /// The link quality each device's signal gave at the last report: a signal that
+    /// changes within one quality is no change (access points change often).
+    private var reportedQualities: [String: LinkQuality] = [:]
     private let cancellable: UnsafeMutablePointer<GCancellable>
     private let onChange: () -> Void
     /// Why libnm could not be used at all (no system bus), once known.
@@ -59,8 +68,15 @@ public final class NetworkManagerBackend {
         Unmanaged<NetworkManagerBackend>.fromOpaque(data!).takeUnretainedValue().somethingChanged()
     }
 
-    private func connect(_ object: gpointer, _ signal: String) -> gulong {
-        reach_signal_connect_swapped(object, signal, Self.changed, Unmanaged.passUnretained(self).toOpaque())
+    /// The swapped callback of an access point's `notify::strength`.
+    private static let strengthChanged: @convention(c) (gpointer?) -> Void = { data in
+        Unmanaged<NetworkManagerBackend>.fromOpaque(data!).takeUnretainedValue().signalChanged()
+    }
+
+    private func connect(
+        _ object: gpointer, _ signal: String, _ callback: @convention(c) (gpointer?) -> Void = changed
+    ) -> gulong {
+        reach_signal_connect_swapped(object, signal, callback, Unmanaged.passUnretained(self).toOpaque())
     }
 
     private func attach(_ client: OpaquePointer) {
@@ -75,17 +91,64 @@ public final class NetworkManagerBackend {
 
     private func somethingChanged() {
         resyncWatchedObjects()
+        reportedQualities = signalQualities()
         onChange()
     }
 
-    /// Listens to every current device and active connection, and stops
-    /// listening to those that are gone.
+    /// An access point's strength or a modem's signal quality changed: a change
+    /// only when some device's link quality did.
+    private func signalChanged() {
+        let qualities = signalQualities()
+        guard qualities != reportedQualities else { return }
+        reportedQualities = qualities
+        onChange()
+    }
+
+    /// The link quality of every device with a known signal, by interface.
+    private func signalQualities() -> [String: LinkQuality] {
+        guard let client else { return [:] }
+        var qualities: [String: LinkQuality] = [:]
+        for pointer in Self.objects(nm_client_get_devices(client)) {
+            let device = OpaquePointer(pointer)
+            if let signal = signal(of: device), let name = Self.name(of: device) {
+                qualities[name] = LinkQuality(signal: signal)
+            }
+        }
+        return qualities
+    }
+
+    /// The radio signal of a device in percent: a Wi-Fi device's active access point's
+    /// strength (`nm_access_point_get_strength`), or a modem's signal quality from
+    /// ModemManager while recent; `nil` for other devices and when none is known.
+    private func signal(of device: OpaquePointer) -> UInt8? {
+        switch nm_device_get_device_type(device) {
+        case NM_DEVICE_TYPE_WIFI:
+            return nm_device_wifi_get_active_access_point(device).map(nm_access_point_get_strength)
+        case NM_DEVICE_TYPE_MODEM:
+            return nm_device_get_udi(device).flatMap { modemManager?.signal(ofModem: String(cString: $0)) }
+        default:
+            return nil
+        }
+    }
+
+    private nonisolated static func name(of device: OpaquePointer) -> String? {
+        (nm_device_get_ip_iface(device) ?? nm_device_get_iface(device)).map { String(cString: $0) }
+    }
+
+    /// Listens to every current device and active connection, to the strength of
+    /// each Wi-Fi device's active access point, and to ModemManager while a modem
+    /// device exists; stops listening to those that are gone.
     private func resyncWatchedObjects() {
         guard let client else { return }
-        var current: [UnsafeMutableRawPointer] = []
-        current += Self.objects(nm_client_get_devices(client))
+        let devices = Self.objects(nm_client_get_devices(client))
+        var current: [UnsafeMutableRawPointer] = devices
         current += Self.objects(nm_client_get_active_connections(client))
-        let currentSet = Set(current)
+        let accessPoints = devices.compactMap { pointer -> UnsafeMutableRawPointer? in
+            let device = OpaquePointer(pointer)
+            guard nm_device_get_device_type(device) == NM_DEVICE_TYPE_WIFI else { return nil }
+            return nm_device_wifi_get_active_access_point(device).map { UnsafeMutableRawPointer($0) }
+        }
+        let currentSet = Set(current + accessPoints)
         for (object, handlers) in watched where !currentSet.contains(object) {
             release(object, handlers)
             watched[object] = nil
@@ -93,6 +156,16 @@ public final class NetworkManagerBackend {
         for object in current where watched[object] == nil {
             g_object_ref(object)
             watched[object] = [connect(object, "notify")]
+        }
+        for object in accessPoints where watched[object] == nil {
+            g_object_ref(object)
+            watched[object] = [connect(object, "notify::strength", Self.strengthChanged)]
+        }
+
+        if !devices.contains(where: { nm_device_get_device_type(OpaquePointer($0)) == NM_DEVICE_TYPE_MODEM }) {
+            modemManager = nil
+        } else if modemManager == nil {
+            modemManager = ModemManagerSignals { [unowned self] in self.signalChanged() }
         }
     }
 
@@ -118,8 +191,7 @@ public final class NetworkManagerBackend {
         var devices: [String: DeviceFact] = [:]
         for pointer in Self.objects(nm_client_get_devices(client)) {
             let device = OpaquePointer(pointer)
-            guard let name = (nm_device_get_ip_iface(device) ?? nm_device_get_iface(device)).map({ String(cString: $0) })
-            else { continue }
+            guard let name = Self.name(of: device) else { continue }
             let type = nm_device_get_device_type(device)
             let state = nm_device_get_state(device)
             let metered = nm_device_get_metered(device)
@@ -138,7 +210,8 @@ public final class NetworkManagerBackend {
                 isMetered: metered == NM_METERED_YES || metered == NM_METERED_GUESS_YES,
                 isMeteredByUser: metered == NM_METERED_YES,
                 connectivityIPv4: Self.connectivity(nm_device_get_connectivity(device, Int32(AF_INET))),
-                connectivityIPv6: Self.connectivity(nm_device_get_connectivity(device, Int32(AF_INET6))))
+                connectivityIPv6: Self.connectivity(nm_device_get_connectivity(device, Int32(AF_INET6))),
+                signal: signal(of: device))
         }
         return (Self.connectivity(nm_client_get_connectivity(client)), devices)
     }

@@ -404,7 +404,7 @@ extension ReachabilityState {
 
 extension PathState {
     /// The `…Path` interface's properties as a value; anything missing or of
-    /// another type reads as nothing (no interface, no flag, false).
+    /// another type reads as nothing (no interface, no flag, false, unknown quality).
     init(properties p: [String: DBusValue]) {
         func bool(_ name: String) -> Bool { if case .boolean(true)? = p[name] { true } else { false } }
         var flags = ReachabilityFlags()
@@ -413,8 +413,10 @@ extension PathState {
         if case .array(_, let entries)? = p[Contract.Path.interfaces.name] {
             interfaces = entries.compactMap(PathInterface.init)
         }
+        let quality = p[Contract.Path.linkQuality.name]?.stringValue.flatMap { LinkQuality(rawValue: $0) }
         self.init(interfaces: interfaces, flags: flags, dnsConfigured: bool(Contract.Path.dnsConfigured.name),
-                  isExpensive: bool(Contract.Path.expensive.name), isConstrained: bool(Contract.Path.constrained.name))
+                  isExpensive: bool(Contract.Path.expensive.name), isConstrained: bool(Contract.Path.constrained.name),
+                  linkQuality: quality ?? .unknown)
     }
 }
 

@@ -33,6 +33,7 @@ public final class PathObject {
             Property(Contract.Path.dnsConfigured) { .boolean($0.state.dnsConfigured) },
             Property(Contract.Path.expensive) { .boolean($0.state.isExpensive) },
             Property(Contract.Path.constrained) { .boolean($0.state.isConstrained) },
+            Property(Contract.Path.linkQuality) { .string($0.state.linkQuality.rawValue) },
         ],
         introspection: Names.contract[Names.pathInterface])
 }

@@ -241,7 +241,8 @@ def test_properties_have_the_contract_types(client):
 
 def test_without_networkmanager_the_answer_is_unknown(plain_lab, client):
     """No NetworkManager on the system bus: Backend "none", Status -1, Flags 0,
-    and Refresh() gives the same answer."""
+    and Refresh() gives the same answer; the path object lists nothing and its
+    LinkQuality is "unknown"."""
     manager = client.get_all(SERVICE, ROOT_PATH, MANAGER_IFACE)
     assert manager["Backend"] == "none", manager
     assert re.match(r"^\d+\.\d+", manager["Version"]), manager
@@ -249,6 +250,11 @@ def test_without_networkmanager_the_answer_is_unknown(plain_lab, client):
     wrong = {k: target.get(k) for k, v in NO_BACKEND.items() if target.get(k) != v}
     assert not wrong, f"expected {harness.fmt_props(NO_BACKEND)}\ndiffering: {harness.fmt_props(wrong)}"
     assert client.call(SERVICE, ROOT_PATH, TARGET_IFACE, "Refresh") == (0, -1)
+    # The path object knows nothing either: no interface, no flag, no link quality.
+    assert client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchPath") == (PATH_PATH,)
+    path = client.get_all(SERVICE, PATH_PATH, PATH_IFACE)
+    assert path == {"Interfaces": [], "Flags": 0, "DnsConfigured": False, "Expensive": False, "Constrained": False,
+                    "LinkQuality": "unknown"}, path
     # The answer is stable: no signal says otherwise after a Refresh.
     recorder = plain_lab.recorder()
     try:

@@ -41,12 +41,14 @@ MODES = ("daemon", "in-process")
 FIRST_TIMEOUT = 3.0  # the first path comes at once after start
 UPLINK_V6, GATEWAY_V6 = "2001:db8:1::10", "2001:db8:1::1"
 
+# A wire with carrier: link quality good.
 CONNECTED = {"status": "satisfied", "interfaces": UPLINK, "uses": "wiredEthernet", "ipv4": "true", "ipv6": "false",
-             "gateways": f"{GATEWAY_V4}:0", "expensive": "false", "constrained": "false"}
+             "gateways": f"{GATEWAY_V4}:0", "expensive": "false", "constrained": "false", "quality": "good"}
 OFFLINE = {"status": "unsatisfied", "interfaces": "", "uses": "", "ipv4": "false", "ipv6": "false", "dns": "false",
-           "gateways": "", "expensive": "false", "constrained": "false"}
+           "gateways": "", "expensive": "false", "constrained": "false", "quality": "unknown"}
 BOTH_UPLINKS = dict(CONNECTED, interfaces=f"{SECOND},{UPLINK}", gateways=f"{SECOND_GATEWAY_V4}:0,{GATEWAY_V4}:0")
-VPN = dict(CONNECTED, interfaces=f"{TUN},{UPLINK}", uses="wiredEthernet,other")
+# A tunnel has no link quality of its own; the wire under it is not the preferred interface.
+VPN = dict(CONNECTED, interfaces=f"{TUN},{UPLINK}", uses="wiredEthernet,other", quality="unknown")
 
 
 def parse(line: str) -> dict:
@@ -295,7 +297,7 @@ def test_vpn_tunnel(online, programs):
     if not os.path.exists("/dev/net/tun"):
         fail_or_skip("needs /dev/net/tun (the tun module)")
     lab = online.lab
-    kinds = [((), VPN, CONNECTED), (("--prohibited", "other"), CONNECTED, CONNECTED),
+    kinds = [((), VPN, CONNECTED), (("--prohibited", "other"), dict(CONNECTED, quality="unknown"), CONNECTED),
              (("--required", "other"), dict(VPN, interfaces=TUN, gateways=""), OFFLINE)]
     running = [(programs(lab, mode, *args), tunnel, plain) for args, tunnel, plain in kinds for mode in MODES]
     for program, _, plain in running:
@@ -334,11 +336,14 @@ def test_daemon_leaves_and_returns(online, programs):
 
 # --- Wi-Fi and mobile broadband, NetworkManager mocked ------------------------------
 
+# The access point's strength is 80 %: good.
 WIFI_PATH = {"status": "satisfied", "interfaces": "wlan0,wwan0", "uses": "wifi", "expensive": "false",
-             "constrained": "false", "gateways": f"{WLAN_GW}:0,{WWAN_GW}:0", "ipv4": "true"}
+             "constrained": "false", "gateways": f"{WLAN_GW}:0,{WWAN_GW}:0", "ipv4": "true", "quality": "good"}
 WIFI_ONLY = dict(WIFI_PATH, interfaces="wlan0", gateways=f"{WLAN_GW}:0")
-# A modem that is not the preferred interface: expensive (a modem), constrained unknown (false).
-MODEM_BESIDE = dict(WIFI_PATH, interfaces="wwan0", uses="cellular", expensive="true", gateways=f"{WWAN_GW}:0")
+# A modem that is not the preferred interface: expensive (a modem), constrained and its quality
+# unknown (the facts tell them for the preferred interface); without ModemManager it stays unknown.
+MODEM_BESIDE = dict(WIFI_PATH, interfaces="wwan0", uses="cellular", expensive="true", gateways=f"{WWAN_GW}:0",
+                    quality="unknown")
 # The modem preferred, metered "yes" by the user: expensive and constrained.
 MODEM_ALONE = dict(MODEM_BESIDE, constrained="true")
 WIFI_WWAN_KINDS = [  # (arguments, both connected, Wi-Fi gone)
@@ -380,10 +385,48 @@ def test_wifi_and_wwan_through_networkmanager(env, programs):  # pylint: disable
     assert_same_answers([program for program, _, _ in running])
 
 
+def test_link_quality_through_networkmanager(env, programs):  # pylint: disable=redefined-outer-name
+    """linkQuality from the access point's strength and ModemManager's signal quality, the same from
+    the daemon and in-process. Wi-Fi (80 %) preferred over a modem (ModemManager: 60 %): good for a
+    plain monitor, unknown for one requiring cellular (not the preferred interface). The strength
+    falls to 40 %: moderate; 10 %: minimal. Wi-Fi gone: the modem is preferred, good at 60 %, for
+    both monitors; ModemManager says 20 %: minimal."""
+    modem = env.start_modemmanager(60)
+    env.kernel_wwan_up(metric=700)
+    env.nm_wwan_up(metered=METERED_YES)
+    env.kernel_wifi_up(metric=600)
+    env.nm_wifi_up()
+    kinds = [((), dict(WIFI_PATH, quality="good")), (("--required", "cellular"), MODEM_BESIDE)]
+    running = []
+    for mode in ("in-process", "daemon"):
+        if mode == "daemon":
+            env.start_daemon()
+            env.wait_for_state(WIFI, "the daemon's Wi-Fi answer")
+        prefix = harness.Namespaces.exec_argv(env.netns)
+        for args, connected in kinds:
+            program = programs.start_in(prefix, env.address, env.tmp, mode, *args)
+            program.wait_for(connected, "both connected", timeout=FIRST_TIMEOUT)
+            running.append(program)
+    plain = [program for program in running if not program.args]
+    cellular = [program for program in running if program.args]
+    for strength, quality in ((40, "moderate"), (10, "minimal")):
+        env.mock("SetAccessPointStrength", ("/org/freedesktop/NetworkManager/AccessPoint/ap0", strength), "(sy)")
+        wait_all(plain, dict(WIFI_PATH, quality=quality), f"the access point at {strength} %")
+    env.nm_wifi_down()
+    env.kernel_wifi_down()
+    wait_all(running, dict(MODEM_ALONE, quality="good"), "the modem preferred, 60 %")
+    env.mm("SetSignalQuality", (modem, 20, True), "(oub)")
+    wait_all(running, dict(MODEM_ALONE, quality="minimal"), "the modem at 20 %")
+    for program in cellular:
+        assert [line["quality"] for line in program.handler_lines()] == ["unknown", "good", "minimal"], (
+            program.describe())
+    assert_same_answers(running)
+
+
 # --- the real NetworkManager ---------------------------------------------------------
 
 NM_PATH_CONNECTED = {"status": "satisfied", "interfaces": harness.NM_IFNAME, "uses": "wiredEthernet", "ipv4": "true",
-                     "ipv6": "true", "dns": "true", "expensive": "false", "constrained": "false",
+                     "ipv6": "true", "dns": "true", "expensive": "false", "constrained": "false", "quality": "good",
                      "gateways": f"{harness.UPSTREAM_V4}:0,[{harness.UPSTREAM_V6}]:0"}
 NM_PROFILE = "reach-wired"
 

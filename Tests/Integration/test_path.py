@@ -125,8 +125,9 @@ def path_lab(kernel_lab_without_carrier):
 
 
 def connected(lab: PathLab) -> dict:
+    """kveth0 (a veth: wired Ethernet, LinkQuality good while it carries the path)."""
     return {"Interfaces": [interface(lab, UPLINK, ipv4=True, gateways=[GATEWAY_V4])], "Flags": REACHABLE,
-            "DnsConfigured": True, "Expensive": False, "Constrained": False}
+            "DnsConfigured": True, "Expensive": False, "Constrained": False, "LinkQuality": "good"}
 
 
 def test_watch_path_release_and_disconnect(kernel_lab):
@@ -189,18 +190,20 @@ def test_watch_path_release_and_disconnect(kernel_lab):
 
 
 def test_carrier_loss(path_lab):
-    """kveth0 loses carrier: it stays listed, usable over neither family, without gateways, Flags 0;
-    carrier back: the connected path. One PropertiesChanged for each."""
+    """kveth0 loses carrier: it stays listed, usable over neither family, without gateways, Flags 0,
+    LinkQuality unknown (no path); carrier back: the connected path, good. One PropertiesChanged
+    for each."""
     lab = path_lab
     assert lab.watch() == connected(lab)
     mark = lab.path.mark()
     lab.lab.set_peer(UPLINK_PEER, False)
-    offline = {"Interfaces": [interface(lab, UPLINK)], "Flags": 0}
+    offline = {"Interfaces": [interface(lab, UPLINK)], "Flags": 0, "LinkQuality": "unknown"}
     lab.wait(offline, "kveth0 unusable without carrier", mark)
     lab.lab.set_peer(UPLINK_PEER, True)
     lab.wait(connected(lab), "the connected path once carrier is back", mark)
     lab.sync()
-    assert lab.changes(mark) == [offline, {"Interfaces": connected(lab)["Interfaces"], "Flags": REACHABLE}], (
+    assert lab.changes(mark) == [offline, {"Interfaces": connected(lab)["Interfaces"], "Flags": REACHABLE,
+                                           "LinkQuality": "good"}], (
         lab.path.describe(mark))
 
 

@@ -77,11 +77,13 @@ def path_online(nm_lab):
 
 def connected(online) -> dict:
     return {"Interfaces": [(NM_IFNAME, online.index(), "ethernet", False, True, True, [UPSTREAM_V4, UPSTREAM_V6])],
-            "Flags": REACHABLE, "DnsConfigured": True, "Expensive": False, "Constrained": False}
+            "Flags": REACHABLE, "DnsConfigured": True, "Expensive": False, "Constrained": False,
+            "LinkQuality": "good"}
 
 
 def test_connected(path_online):
-    """NetworkManager's Ethernet device, both families with their gateways, DNS configured, not metered."""
+    """NetworkManager's Ethernet device, both families with their gateways, DNS configured, not metered,
+    LinkQuality good (a wire with carrier)."""
     assert path_online.props == connected(path_online)
 
 

@@ -36,11 +36,14 @@ except ImportError:  # checked in requirements(): a clear skip, or a failure und
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "networkmanager_reach.py"
+MM_TEMPLATE = Path(__file__).resolve().parent / "templates" / "modemmanager_reach.py"
 DAEMON = Path(os.environ.get("REACHABILITYD", REPO / ".build" / "debug" / "reachabilityd"))
 
 SERVICE, ROOT_PATH, TARGET_IFACE = harness.SERVICE, harness.ROOT_PATH, harness.TARGET_IFACE
 
 NM_BUS_NAME = "org.freedesktop.NetworkManager"
+MM_BUS_NAME = "org.freedesktop.ModemManager1"
+MM_MOCK_PATH = "/org/freedesktop/ModemManager1"
 NM_MOCK_PATH = "/org/freedesktop"
 MOCK_IFACE = "org.freedesktop.DBus.Mock"
 NM_SETTINGS = "/org/freedesktop/NetworkManager/Settings/"
@@ -265,6 +268,24 @@ class Env:
         result = self.call(NM_BUS_NAME, NM_MOCK_PATH, MOCK_IFACE, method, args, sig)
         return result[0] if result else None
 
+    # the ModemManager mock (its modem is NetworkManager's modem device's Udi)
+
+    def start_modemmanager(self, quality, recent=True):
+        """ModemManager on the bus with one modem, Modem/0 (the mocked modem
+        device's Udi), whose SignalQuality is (quality, recent)."""
+        self.spawn("modemmanager", [sys.executable, "-m", "dbusmock", "--system", "--template", str(MM_TEMPLATE)],
+                   env=self.bus_env())
+        self.wait_for_name(MM_BUS_NAME, START_TIMEOUT, process="modemmanager")
+        modem = self.mm("AddModem", (quality, recent), "(ub)")
+        assert modem == MM_MOCK_PATH + "/Modem/0", modem
+        assert self.call(NM_BUS_NAME, self.modem, "org.freedesktop.DBus.Properties", "Get",
+                         ("org.freedesktop.NetworkManager.Device", "Udi"), "(ss)")[0] == modem
+        return modem
+
+    def mm(self, method, args=(), sig="()"):
+        result = self.call(MM_BUS_NAME, MM_MOCK_PATH, MOCK_IFACE, method, args, sig)
+        return result[0] if result else None
+
     # kernel side
 
     def ip(self, *args, netns=None):
@@ -454,6 +475,7 @@ class Env:
             self.conn.signal_unsubscribe(sub)
         self.subscriptions.clear()
         self.stop("reachabilityd")
+        self.stop("modemmanager")
         self.stop("dbusmock")
         if self.conn is not None:
             self.conn.close_sync(None)
@@ -527,7 +549,7 @@ def env(tmp_path, request):
             # capture so the logs sit next to the failure.
             capman = request.config.pluginmanager.getplugin("capturemanager")
             with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
-                for name in ("reachabilityd", "dbusmock", "dbusmock-calls"):
+                for name in ("reachabilityd", "dbusmock", "dbusmock-calls", "modemmanager"):
                     print(f"\n----- {name} log ({request.node.name}) -----\n{environment.log(name)}",
                           file=sys.stderr)
 
@@ -783,17 +805,18 @@ def test_path_wifi_and_wwan_types_order_and_expensive(env):
     path = PathWatch(env)
     wlan0 = ("wlan0", path.index("wlan0"), "wifi", False, True, False, [WLAN_GW])
     wwan0 = ("wwan0", path.index("wwan0"), "wwan", False, True, False, [WWAN_GW])
-    path.wait({"Interfaces": [wlan0, wwan0], "Flags": REACHABLE, "Expensive": False, "Constrained": False},
-              "Wi-Fi first, then the modem")
+    path.wait({"Interfaces": [wlan0, wwan0], "Flags": REACHABLE, "Expensive": False, "Constrained": False,
+               "LinkQuality": "good"}, "Wi-Fi first (its access point at 80 %), then the modem")
     assert path.props["Interfaces"] == [wlan0, wwan0], path.props
 
     env.ip("route", "del", "default", "via", WLAN_GW, "dev", "wlan0", netns=env.netns)
     unrouted = ("wlan0", path.index("wlan0"), "wifi", False, False, False, [])
+    # No ModemManager on the bus: the modem's signal is not known.
     path.wait({"Interfaces": [wwan0, unrouted], "Flags": IS_WWAN | REACHABLE, "Expensive": True,
-               "Constrained": True}, "the modem first, expensive and constrained")
+               "Constrained": True, "LinkQuality": "unknown"}, "the modem first, expensive and constrained")
     env.sync()
     assert path.changes == [{"Interfaces": [wwan0, unrouted], "Flags": IS_WWAN | REACHABLE, "Expensive": True,
-                             "Constrained": True}], path.changes
+                             "Constrained": True, "LinkQuality": "unknown"}], path.changes
 
 
 def test_path_metered_guess_is_expensive_not_constrained(env):
@@ -805,3 +828,64 @@ def test_path_metered_guess_is_expensive_not_constrained(env):
     path = PathWatch(env)
     path.wait({"Expensive": True, "Constrained": False}, "expensive, not constrained")
     assert path.props["Interfaces"][0][:3] == ("wwan0", path.index("wwan0"), "wwan"), path.props
+
+
+# --- LinkQuality ------------------------------------------------------------------
+
+ACCESS_POINT = "/org/freedesktop/NetworkManager/AccessPoint/ap0"
+
+
+def test_path_link_quality_follows_the_access_point(env):
+    """Wi-Fi's LinkQuality is its access point's strength: 80 % good, 45 % moderate, 20 % minimal,
+    75 % good again. A strength that stays within one quality (80 → 60, 45 → 35) announces
+    nothing: exactly one PropertiesChanged per quality, carrying LinkQuality alone. Wi-Fi gone (no
+    usable interface): unknown."""
+    env.kernel_wifi_up()
+    env.nm_wifi_up()
+    env.start_daemon()
+    env.wait_for_state(WIFI, "Wi-Fi reachability")
+    path = PathWatch(env)
+    path.wait({"LinkQuality": "good"}, "good at 80 %")
+    env.sync()
+    start = len(path.changes)
+    for strength, quality in ((60, "good"), (45, "moderate"), (35, "moderate"), (20, "minimal"), (75, "good")):
+        env.mock("SetAccessPointStrength", (ACCESS_POINT, strength), "(sy)")
+        path.wait({"LinkQuality": quality}, f"{quality} at {strength} %")
+    env.sync()
+    assert path.changes[start:] == [{"LinkQuality": "moderate"}, {"LinkQuality": "minimal"},
+                                    {"LinkQuality": "good"}], path.changes
+
+    env.nm_wifi_down()
+    env.kernel_wifi_down()
+    path.wait({"Interfaces": [("wlan0", path.index("wlan0"), "wifi", False, False, False, []),
+                              ("wwan0", path.index("wwan0"), "wwan", False, False, False, [])],
+               "LinkQuality": "unknown"}, "no usable interface: unknown")
+
+
+def test_path_link_quality_from_modemmanager(env):
+    """The modem's LinkQuality is ModemManager's SignalQuality for the device's Udi, followed
+    through PropertiesChanged: 70 % good, 40 % moderate, no longer recent: unknown, 10 % minimal.
+    ModemManager leaving the bus: unknown; back with the modem at 90 %: good."""
+    modem = env.start_modemmanager(70)
+    env.kernel_wwan_up()
+    env.nm_wwan_up()
+    env.start_daemon()
+    env.wait_for_state(WWAN, "WWAN reachability")
+    path = PathWatch(env)
+    # The daemon reads ModemManager asynchronously: "unknown" may come first.
+    path.wait({"LinkQuality": "good"}, "good at 70 %")
+    env.sync()
+    start = len(path.changes)
+    for quality, recent, expected in ((40, True, "moderate"), (40, False, "unknown"), (10, True, "minimal")):
+        env.mm("SetSignalQuality", (modem, quality, recent), "(oub)")
+        path.wait({"LinkQuality": expected}, f"{expected} at {quality} % (recent: {recent})")
+    env.sync()
+    assert path.changes[start:] == [{"LinkQuality": "moderate"}, {"LinkQuality": "unknown"},
+                                    {"LinkQuality": "minimal"}], path.changes
+
+    env.stop("modemmanager")
+    path.wait({"LinkQuality": "unknown"}, "ModemManager gone: unknown")
+    env.start_modemmanager(90)
+    path.wait({"LinkQuality": "good"}, "ModemManager back, 90 %: good")
+    env.sync()
+    assert path.changes[start + 3:] == [{"LinkQuality": "unknown"}, {"LinkQuality": "good"}], path.changes

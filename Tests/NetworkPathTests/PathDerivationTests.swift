@@ -188,6 +188,29 @@ struct PathDerivationTests {
         #expect(!path([], expensive: true).isExpensive)
     }
 
+    @Test("link quality: the preferred interface's, Apple's cases; unknown through another interface or none")
+    func linkQuality() {
+        func quality(_ interfaces: [PathInterface], _ quality: ReachabilityCore.LinkQuality,
+                     flags: ReachabilityFlags = online, _ requirement: PathRequirement = .any) -> NWPath.LinkQuality {
+            NWPath(PathState(interfaces: interfaces, flags: flags, linkQuality: quality), requirement: requirement)
+                .linkQuality
+        }
+        #expect(quality([wifi], .minimal) == .minimal)
+        #expect(quality([wifi], .moderate) == .moderate)
+        #expect(quality([wifi], .good) == .good)
+        #expect(quality([wifi], .unknown) == .unknown)
+        // The facts carry the preferred interface's quality only.
+        #expect(quality([wired, wifi], .good, PathRequirement(required: .wifi)) == .unknown)
+        #expect(quality([wired, wifi], .good, PathRequirement(required: .wiredEthernet)) == .good)
+        // No path: nothing measured (a captive portal's path is unsatisfied too).
+        #expect(quality([], .good) == .unknown)
+        #expect(quality([wired], .good, flags: [.connectionRequired, .interventionRequired]) == .unknown)
+        #expect(NWPath.unsatisfied.linkQuality == .unknown)
+        // A new quality is a new path: a monitor reports it.
+        #expect(NWPath(PathState(interfaces: [wifi], flags: online, linkQuality: .good), requirement: .any)
+                != NWPath(PathState(interfaces: [wifi], flags: online, linkQuality: .minimal), requirement: .any))
+    }
+
     @Test("DNS is supported when configured and the path is satisfied")
     func dns() {
         #expect(path([wired], dns: true).supportsDNS)

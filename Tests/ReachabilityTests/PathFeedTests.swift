@@ -23,6 +23,7 @@ struct PathDecodingTests {
             ]),
             "Flags": .uint32(ReachabilityFlags([.reachable, .transientConnection]).rawValue),
             "DnsConfigured": .boolean(true), "Expensive": .boolean(true), "Constrained": .boolean(false),
+            "LinkQuality": .string("moderate"),
         ]
         let state = PathState(properties: properties)
         #expect(state.interfaces == [
@@ -33,6 +34,7 @@ struct PathDecodingTests {
         ])
         #expect(state.flags == [.reachable, .transientConnection])
         #expect(state.dnsConfigured && state.isExpensive && !state.isConstrained)
+        #expect(state.linkQuality == .moderate)
     }
 
     @Test("nothing, or the wrong shapes, read as no path")
@@ -40,9 +42,11 @@ struct PathDecodingTests {
         #expect(PathState(properties: [:]) == .none)
         let wrong: [String: DBusValue] = [
             "Interfaces": .array(elementSignature: "(sis)", [.structure([.string("eth0"), .int32(2), .string("x")])]),
-            "Flags": .int32(2), "DnsConfigured": .string("yes"),
+            "Flags": .int32(2), "DnsConfigured": .string("yes"), "LinkQuality": .uint32(3),
         ]
         #expect(PathState(properties: wrong) == .none)
+        // A quality this library does not know (a newer daemon's): unknown.
+        #expect(PathState(properties: ["LinkQuality": .string("excellent")]).linkQuality == .unknown)
         // An unknown type name is "other", as InterfaceType of a target.
         let odd = entry("ib0", 9, "infiniband", vpn: false, v4: true, v6: false, [])
         #expect(PathState(properties: ["Interfaces": .array(elementSignature: "(sisbbbas)", [odd])]).interfaces.first?.type

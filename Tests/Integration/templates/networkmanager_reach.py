@@ -11,8 +11,12 @@ libnm 1.42 client (and so reachabilityd) reads but the stock template lacks:
 - a modem device: ``DeviceType`` 8 with the
   ``org.freedesktop.NetworkManager.Device.Modem`` interface
   (``ModemCapabilities``, ``CurrentCapabilities``), whose ``IpInterface``
-  (``wwan0``) differs from its control ``Interface`` (``cdc-wdm0``), as on a
-  real machine;
+  (``wwan0``) differs from its control ``Interface`` (``cdc-wdm0``), and
+  whose ``Udi`` is its ModemManager object
+  (``/org/freedesktop/ModemManager1/Modem/0`` for the first), as on a real
+  machine (templates/modemmanager_reach.py serves that object);
+- ``SetAccessPointStrength``: an access point's ``Strength`` in one standard
+  ``PropertiesChanged``, as NetworkManager updates it while connected;
 - a generic device-state setter (``SetDeviceState``) that updates ``State``
   and ``StateReason`` in one ``PropertiesChanged`` and emits ``StateChanged``;
 - ``AddDeviceConnection``: a saved profile of any type (``gsm`` for the
@@ -179,15 +183,16 @@ def _deactivate_connection(self, active_conn_path):
 
 
 def _add_device(mock, device_name, device_type, iface, ip_iface, state, hw_address,
-                type_iface, type_props, type_methods):
+                type_iface, type_props, type_methods, udi=None):
     '''Add a device with every Device property libnm 1.42 knows, announce it
-    with one InterfacesAdded and append it to Devices/AllDevices.'''
+    with one InterfacesAdded and append it to Devices/AllDevices. Its Udi is
+    udi, or its sysfs path.'''
     path = '/org/freedesktop/NetworkManager/Devices/' + device_name
     mock.AddObject(path, type_iface, type_props, type_methods)
     dev_obj = dbusmock.get_object(path)
     dev_obj.access_points = []
     dev_obj.AddProperties(DEVICE_IFACE, {
-        'Udi': dbus.String('/sys/devices/virtual/net/' + (ip_iface or iface)),
+        'Udi': dbus.String(udi or '/sys/devices/virtual/net/' + (ip_iface or iface)),
         'Path': dbus.String(''),
         'Interface': dbus.String(iface),
         'IpInterface': dbus.String(ip_iface),
@@ -281,8 +286,12 @@ def AddModemDevice(self, device_name, iface_name, ip_iface, state, modem_capabil
     iface_name is the control interface (e.g. "cdc-wdm0"), ip_iface the
     kernel link that carries IP (e.g. "wwan0"); modem_capabilities and
     current_capabilities are NMDeviceModemCapabilities bits (GSM_UMTS 0x4,
-    LTE 0x8, 5GNR 0x40). Returns the new object path.
+    LTE 0x8, 5GNR 0x40). Its Udi is ModemManager's object for it,
+    /org/freedesktop/ModemManager1/Modem/N, N counting the modems added
+    before it from 0. Returns the new object path.
     '''
+    modems = [d for d in _manager().Get(MANAGER_IFACE, 'Devices')
+              if dbusmock.get_object(d).Get(DEVICE_IFACE, 'DeviceType') == DeviceType.MODEM]
     return _add_device(self, device_name, DeviceType.MODEM, iface_name, ip_iface, state,
                        '', MODEM_DEVICE_IFACE,
                        {
@@ -292,7 +301,15 @@ def AddModemDevice(self, device_name, iface_name, ip_iface, state, modem_capabil
                            'OperatorCode': dbus.String('00101'),
                            'Apn': dbus.String(''),
                        },
-                       [])
+                       [], udi=f'/org/freedesktop/ModemManager1/Modem/{len(modems)}')
+
+
+@dbus.service.method(MOCK_IFACE, in_signature='sy', out_signature='')
+def SetAccessPointStrength(_self, access_point_path, strength):
+    '''Set an access point's Strength (0-100 %) and announce it in one
+    standard PropertiesChanged, as NetworkManager does while connected.'''
+    _emit_changed(dbusmock.get_object(access_point_path), stock.ACCESS_POINT_IFACE,
+                  {'Strength': dbus.Byte(strength)})
 
 
 @dbus.service.method(MOCK_IFACE, in_signature='suu', out_signature='')
