@@ -123,12 +123,6 @@ public struct StalenessClassifier: Sendable {
     /// The most gateways followed at once.
     public static let followedLimit = 4096
 
-    /// Forgets the followed gateways but those given (after every answer was asked again).
-    public mutating func keepFollowing(only addresses: Set<String>) {
-        gateways = gateways.filter { addresses.contains($0.key) }
-        follow(gateways: addresses)
-    }
-
     /// What `event` makes stale.
     public mutating func classify(_ event: KernelEvent) -> RouteInvalidation {
         switch event {

@@ -357,12 +357,8 @@ public final class NetlinkMonitor {
     }
 
     /// Follows the neighbour state of these gateways (those of the cached answers).
-    public func follow(gateways: Set<String>, replacingOthers: Bool) {
-        if replacingOthers {
-            classifier.keepFollowing(only: gateways)
-        } else {
-            classifier.follow(gateways: gateways)
-        }
+    public func follow(gateways: Set<String>) {
+        classifier.follow(gateways: gateways)
     }
 
     /// One rtnetlink message as the classifier's event.

@@ -28,5 +28,5 @@ public protocol NetworkFactSource: AnyObject {
     func dnsConfigured() -> Bool
     /// The gateways whose neighbour state can move the cached answers: their
     /// neighbour events make answers stale, nobody else's do.
-    func follow(gateways: Set<String>, replacingOthers: Bool)
+    func follow(gateways: Set<String>)
 }

@@ -145,10 +145,7 @@ extension NetworkObserver {
         }
     }
 
-    public func follow(gateways: Set<String>, replacingOthers: Bool) {
-        monitor?.follow(gateways: gateways, replacingOthers: replacingOthers)
+    public func follow(gateways: Set<String>) {
+        monitor?.follow(gateways: gateways)
     }
-
-    /// Neighbour events about addresses that are no followed gateway (read, never evaluated).
-    public var ignoredNeighbourEvents: Int { monitor?.classifier.ignoredNeighbourEvents ?? 0 }
 }

@@ -25,8 +25,6 @@ public final class TargetEvaluator {
     private var expiryTimer: SourceHandle?
     /// The earliest end of a lifetime among the path's last bound answers.
     private var pathExpiry: Int64?
-    /// How many times the evaluation ran because an answer's lifetime ended.
-    public private(set) var expiries = 0
 
     /// Address pairs' answers (a route from a local address, or the link a local address
     /// is on) for this evaluation only: asked again after every change, never kept.
@@ -76,9 +74,6 @@ public final class TargetEvaluator {
     public func start(source: NetworkFactSource) {
         self.source = source
     }
-
-    /// Neighbour events about addresses that are no followed gateway (never evaluated).
-    public var ignoredNeighbourEvents: Int { (source as? NetworkObserver)?.ignoredNeighbourEvents ?? 0 }
 
     /// Re-reads the facts after a change, and forgets the route answers the
     /// kernel's events made stale. `everything` (a refresh) forgets them all.
@@ -143,14 +138,13 @@ public final class TargetEvaluator {
                 return Sources.after(milliseconds: UInt32(clamping: wait)) { [unowned self] in
                     self.expiryTimer = nil
                     self.nextExpiry = nil
-                    self.expiries += 1
                     self.networkChanged()
                 }
             }
         }
         var gateways = Set(routes.values.compactMap { $0.route?.gateway })
         gateways.formUnion(pathState.interfaces.flatMap(\.gateways))
-        source?.follow(gateways: gateways, replacingOthers: false)
+        source?.follow(gateways: gateways)
     }
 
     /// What the internet target asks the kernel: the route a packet to each of

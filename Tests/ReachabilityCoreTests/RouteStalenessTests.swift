@@ -51,8 +51,6 @@ struct RouteStalenessTests {
         // A gateway an answer left stays followed: it can come back.
         classifier.follow(gateways: ["192.0.2.9"])
         #expect(classifier.classify(.neighbour(address: "192.0.2.1", state: .reachable)) == RouteInvalidation(all: true))
-        classifier.keepFollowing(only: ["192.0.2.9"])
-        #expect(classifier.classify(.neighbour(address: "192.0.2.1", state: .failed)).isEmpty)
     }
 
     @Test("NUD bits: reachable, valid (stale, delay, probe, permanent, noarp), incomplete, failed, none")

@@ -59,7 +59,7 @@ final class RecordedNetwork: NetworkFactSource {
     func link(holding address: IPAddress) -> Int32? { localLinks[address] }
     func routedLinks() -> (viaGateway: Set<Int32>, onLink: Set<Int32>) { (viaGateway, onLink) }
     func dnsConfigured() -> Bool { true }
-    func follow(gateways: Set<String>, replacingOthers: Bool) { followed.formUnion(gateways) }
+    func follow(gateways: Set<String>) { followed.formUnion(gateways) }
 }
 
 /// The evaluator's sink: the internet target alone.
