@@ -87,11 +87,15 @@ public final class TargetEvaluator {
         if everything || stale.all {
             routes.removeAll(keepingCapacity: true)
         } else {
+            // Answers through links the events named, and answers whose lifetime has ended
+            // (the cache is walked only when there is either).
             let now = MonotonicClock.microseconds()
-            // Answers through links the events named, and answers whose lifetime has ended.
-            routes = routes.filter { _, cached in
-                if let expires = cached.expires, expires <= now + Self.expirySlack { return false }
-                return !(cached.route.map { stale.links.contains($0.interfaceIndex) } ?? false)
+            let lifetimeEnded = nextExpiry.map { $0 <= now + Self.expirySlack } ?? false
+            if !stale.links.isEmpty || lifetimeEnded {
+                routes = routes.filter { _, cached in
+                    if let expires = cached.expires, expires <= now + Self.expirySlack { return false }
+                    return !(cached.route.map { stale.links.contains($0.interfaceIndex) } ?? false)
+                }
             }
         }
         if facts.backend != .none {
@@ -129,22 +133,38 @@ public final class TargetEvaluator {
     /// (none when no answer has one: a route without a lifetime arms nothing), and
     /// follows the neighbour state of the gateways the answers go through.
     private func answersSettled() {
-        let earliest = ([pathExpiry] + routes.values.map(\.expires) + pairAnswers.values.map(\.expires))
-            .compactMap { $0 }.min()
-        if earliest != nextExpiry || (earliest != nil && expiryTimer == nil) {
-            nextExpiry = earliest
-            expiryTimer = earliest.map { deadline in
-                let wait = max(0, deadline - MonotonicClock.microseconds() + Self.expirySlack) / 1000
-                return Sources.after(milliseconds: UInt32(clamping: wait)) { [unowned self] in
-                    self.expiryTimer = nil
-                    self.nextExpiry = nil
-                    self.networkChanged()
-                }
+        // One pass over the cached answers: their earliest end, and their gateways.
+        var earliest = pathExpiry
+        var gateways = Set(pathState.interfaces.flatMap(\.gateways))
+        for cached in routes.values {
+            if let expires = cached.expires { earliest = min(earliest ?? expires, expires) }
+            if let gateway = cached.route?.gateway { gateways.insert(gateway) }
+        }
+        for cached in pairAnswers.values {
+            if let expires = cached.expires { earliest = min(earliest ?? expires, expires) }
+        }
+        if earliest != nextExpiry || (earliest != nil && expiryTimer == nil) { armExpiry(at: earliest) }
+        source?.follow(gateways: gateways)
+    }
+
+    /// The one timer, at `deadline` (none for `nil`).
+    private func armExpiry(at deadline: Int64?) {
+        nextExpiry = deadline
+        expiryTimer = deadline.map { deadline in
+            let wait = max(0, deadline - MonotonicClock.microseconds() + Self.expirySlack) / 1000
+            // `nextExpiry` stays until the evaluation has dropped the answers that ended.
+            return Sources.after(milliseconds: UInt32(clamping: wait)) { [unowned self] in
+                self.expiryTimer = nil
+                self.networkChanged()
             }
         }
-        var gateways = Set(routes.values.compactMap { $0.route?.gateway })
-        gateways.formUnion(pathState.interfaces.flatMap(\.gateways))
-        source?.follow(gateways: gateways)
+    }
+
+    /// A new answer kept between evaluations (a target watched after the last one): its
+    /// lifetime may end before the timer.
+    private func kept(_ answer: CachedRoute) -> CachedRoute {
+        if let expires = answer.expires, expires < nextExpiry ?? .max { armExpiry(at: expires) }
+        return answer
     }
 
     /// What the internet target asks the kernel: the route a packet to each of
@@ -275,7 +295,7 @@ public final class TargetEvaluator {
 
     private func remember(_ route: RouteFact?, for address: IPAddress) {
         if routes.count >= Self.routeCacheLimit { routes.removeAll() }
-        routes[address] = cached(route)
+        routes[address] = kept(cached(route))
     }
 
     /// Looks the routes of every address of `targets` up in batches, ahead of evaluating them
@@ -315,7 +335,7 @@ public final class TargetEvaluator {
         switch (local, remote) {
         case (let local?, let remote?):
             let answer = pairAnswers[input] ?? cached(source?.routes(pairs: [(local, remote)]).first ?? nil)
-            if keep { pairAnswers[input] = answer }
+            if keep, pairAnswers[input] == nil { pairAnswers[input] = kept(answer) }
             return Engine.evaluateAddresses(
                 [Engine.AddressRoute(address: remote.description, family: remote.family, route: answer.route)],
                 facts: facts)
