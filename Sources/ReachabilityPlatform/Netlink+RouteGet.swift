@@ -13,17 +13,9 @@ extension Netlink {
     /// The routes to many addresses: up to 128 requests per `send`, the answers
     /// read in bulk (two system calls per batch instead of two per address). An
     /// IPv6 answer carries the lifetime of the entry it came from (an RA's default
-    /// route expires): the plain answer has none, so each IPv6 address is also
-    /// asked with `RTM_F_FIB_MATCH`, whose entry has its `RTA_CACHEINFO` expiry.
+    /// route expires).
     public func routes(to addresses: [IPAddress]) throws(NetlinkError) -> [RouteFact?] {
-        let ipv6 = addresses.indices.filter { addresses[$0].family == .ipv6 }
-        let answers = try routes(addresses.map { Query(address: $0) }
-                                 + ipv6.map { Query(address: addresses[$0], fibMatch: true) })
-        var result = Array(answers[0..<addresses.count])
-        for (k, i) in ipv6.enumerated() where result[i] != nil {
-            result[i]?.lifetime = answers[addresses.count + k]?.lifetime
-        }
-        return result
+        try routesWithLifetimes(addresses.map { Query(address: $0) })
     }
 
     /// The routing-table entries packets to each address would match if bound to
@@ -41,12 +33,18 @@ extension Netlink {
     /// `ip route get REMOTE from LOCAL` (`RTA_SRC`); `nil` where the kernel has none, or
     /// refuses the source (an address not configured here).
     public func routes(pairs: [(local: IPAddress, remote: IPAddress)]) throws(NetlinkError) -> [RouteFact?] {
-        let ipv6 = pairs.indices.filter { pairs[$0].remote.family == .ipv6 }
-        let answers = try routes(pairs.map { Query(address: $0.remote, source: $0.local) }
-                                 + ipv6.map { Query(address: pairs[$0].remote, source: pairs[$0].local, fibMatch: true) })
-        var result = Array(answers[0..<pairs.count])
+        try routesWithLifetimes(pairs.map { Query(address: $0.remote, source: $0.local) })
+    }
+
+    /// The answers to `queries` (routes a packet takes), each IPv6 one with the lifetime of
+    /// the entry it came from: the plain answer has none, so each IPv6 query is asked again
+    /// with `RTM_F_FIB_MATCH`, whose entry has its `RTA_CACHEINFO` expiry.
+    private func routesWithLifetimes(_ queries: [Query]) throws(NetlinkError) -> [RouteFact?] {
+        let ipv6 = queries.indices.filter { queries[$0].address.family == .ipv6 }
+        let answers = try routes(queries + ipv6.map { var entry = queries[$0]; entry.fibMatch = true; return entry })
+        var result = Array(answers[0..<queries.count])
         for (k, i) in ipv6.enumerated() where result[i] != nil {
-            result[i]?.lifetime = answers[pairs.count + k]?.lifetime
+            result[i]?.lifetime = answers[queries.count + k]?.lifetime
         }
         return result
     }

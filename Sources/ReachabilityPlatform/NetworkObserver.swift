@@ -97,51 +97,42 @@ extension NetworkObserver {
 
     /// The kernel's routes to `addresses` (`nil`: no route, or netlink failed, which is logged).
     public func routes(to addresses: [IPAddress]) -> [RouteFact?] {
-        do {
-            return try netlink.routes(to: addresses)
-        } catch {
-            Log.error("cannot look up routes: \(error)")
-            return addresses.map { _ in nil }
+        asked("look up routes", or: addresses.map { _ in nil }) { () throws(NetlinkError) in
+            try netlink.routes(to: addresses)
         }
     }
 
     /// The kernel's routes to each address for packets bound to its link.
     public func routes(bound queries: [(address: IPAddress, interface: Int32)]) -> [RouteFact?] {
-        do {
-            return try netlink.routes(bound: queries)
-        } catch {
-            Log.error("cannot look up routes: \(error)")
-            return queries.map { _ in nil }
+        asked("look up routes", or: queries.map { _ in nil }) { () throws(NetlinkError) in
+            try netlink.routes(bound: queries)
         }
     }
 
     /// The kernel's routes from each local address to each remote one.
     public func routes(pairs: [(local: IPAddress, remote: IPAddress)]) -> [RouteFact?] {
-        do {
-            return try netlink.routes(pairs: pairs)
-        } catch {
-            Log.error("cannot look up routes: \(error)")
-            return pairs.map { _ in nil }
+        asked("look up routes", or: pairs.map { _ in nil }) { () throws(NetlinkError) in
+            try netlink.routes(pairs: pairs)
         }
     }
 
     /// The link `address` is configured on (an address dump).
     public func link(holding address: IPAddress) -> Int32? {
-        do {
-            return try netlink.link(holding: address)
-        } catch {
-            Log.error("cannot read the addresses: \(error)")
-            return nil
-        }
+        asked("read the addresses", or: nil) { () throws(NetlinkError) in try netlink.link(holding: address) }
     }
 
     /// The links the unicast routes of every table leave through (a route dump).
     public func routedLinks() -> (viaGateway: Set<Int32>, onLink: Set<Int32>) {
+        asked("read the routing tables", or: ([], [])) { () throws(NetlinkError) in try netlink.routedLinks() }
+    }
+
+    /// `question`'s answer, or `fallback` when netlink failed (logged: "cannot \(what)").
+    private func asked<T>(_ what: String, or fallback: T, _ question: () throws(NetlinkError) -> T) -> T {
         do {
-            return try netlink.routedLinks()
+            return try question()
         } catch {
-            Log.error("cannot read the routing tables: \(error)")
-            return ([], [])
+            Log.error("cannot \(what): \(error)")
+            return fallback
         }
     }
 

@@ -34,22 +34,17 @@ public enum TargetInput: Hashable, Sendable {
     /// Parses `WatchAddressPair`'s arguments: each an address literal or empty, not both
     /// empty, both of one family.
     public static func parsePair(local: String, remote: String) throws(InvalidTarget) -> TargetInput {
-        func parse(_ text: String, _ what: String) throws(InvalidTarget) -> IPAddress? {
+        func parse(_ text: String, side: String) throws(InvalidTarget) -> IPAddress? {
             guard !text.isEmpty else { return nil }
-            guard case .address(let address) = try parseAddress(text) else { return nil }
-            return address
+            do {
+                guard case .address(let address) = try parseAddress(text) else { return nil }
+                return address
+            } catch {
+                throw InvalidTarget(message: "\(side) address: \(error.message)")
+            }
         }
-        let (localAddress, remoteAddress): (IPAddress?, IPAddress?)
-        do {
-            localAddress = try parse(local, "local")
-        } catch {
-            throw InvalidTarget(message: "local address: \(error.message)")
-        }
-        do {
-            remoteAddress = try parse(remote, "remote")
-        } catch {
-            throw InvalidTarget(message: "remote address: \(error.message)")
-        }
+        let localAddress = try parse(local, side: "local")
+        let remoteAddress = try parse(remote, side: "remote")
         guard localAddress != nil || remoteAddress != nil else {
             throw InvalidTarget(message: "an address pair needs a local or a remote address (both are empty)")
         }
