@@ -22,7 +22,6 @@ final class MetricsObject {
     private var followers: Set<String> = []
     private var announcement: SourceHandle?
     private var instruments: [ObjectIdentifier: TargetInstruments] = [:]
-    private var backend: BackendKind?
     private var backendGauges: [BackendKind: Gauge] = [:]
     private var pathGauges: [String: Gauge] = [:]
     /// What the snapshot gauges count, asked for when the text is read.
