@@ -157,15 +157,15 @@ public enum Log {
     /// Writes one record if `priority` is at or above ``level``.
     public static func log(_ priority: Priority, _ message: @autoclosure () -> String, _ event: Event? = nil,
                            _ fields: @autoclosure () -> KeyValuePairs<String, String> = [:]) {
-        let (level, program) = settings.withLock { ($0.level, $0.program) }
-        let handler = self.handler
         if let handler {
             handler(Record(priority: priority, message: message(), event: event, fields: Array(fields())))
             return
         }
+        // One read of the settings for the record (``target``'s getter would lock them again).
+        let (level, program, chosen) = settings.withLock { ($0.level, $0.program, $0.target) }
         guard priority <= level, let program else { return }
         let text = message()
-        switch target {
+        switch chosen ?? environmentTarget {
         case .null: return
         case .console: writeConsole(priority, program, text)
         case .journal:

@@ -22,7 +22,6 @@ final class MetricsObject {
     private var followers: Set<String> = []
     private var announcement: SourceHandle?
     private var instruments: [ObjectIdentifier: TargetInstruments] = [:]
-    private var backend: BackendKind?
     private var backendGauges: [BackendKind: Gauge] = [:]
     private var pathGauges: [String: Gauge] = [:]
     /// What the snapshot gauges count, asked for when the text is read.
@@ -106,11 +105,13 @@ final class MetricsObject {
     func pathChanged(_ state: PathState) {
         var seen: Set<String> = []
         for interface in state.interfaces {
-            let key = [interface.name, interface.type.rawValue, interface.isVPN ? "1" : "0"].joined(separator: "/")
-            seen.insert(key)
-            let gauge = pathGauges[key] ?? Gauge(label: Instruments.Metric.pathInterfaces.rawValue, dimensions: [
+            let dimensions = [
                 ("interface", interface.name), ("type", interface.type.rawValue), ("vpn", interface.isVPN ? "1" : "0"),
-            ])
+            ]
+            let key = dimensions.map(\.1).joined(separator: "/")
+            seen.insert(key)
+            let gauge = pathGauges[key] ?? Gauge(label: Instruments.Metric.pathInterfaces.rawValue,
+                                                 dimensions: dimensions)
             pathGauges[key] = gauge
             gauge.record(interface.isUsable ? 1 : 0)
         }

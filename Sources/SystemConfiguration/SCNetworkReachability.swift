@@ -335,10 +335,10 @@ public func SCNetworkReachabilityCreateWithAddress(_ allocator: CFAllocator?, _ 
     return makeAddressReference(text)
 }
 
-/// A reference for a pair of addresses, either of which may be `nil` (not both).
-/// On Linux, until the pair target reaches the runtime: with a remote address,
-/// the remote address's reachability; with only a local one, the local address's
-/// (reachable and local when it is configured on this host). `allocator` must be `nil`.
+/// A reference for a pair of addresses, either of which may be `nil` (not both): the
+/// kernel's route from the local address to the remote one; with only a remote
+/// address, that address's reachability; with only a local one, reachable and local
+/// while it is configured on a link that can carry packets. `allocator` must be `nil`.
 public func SCNetworkReachabilityCreateWithAddressPair(
     _ allocator: CFAllocator?, _ localAddress: UnsafePointer<sockaddr>?, _ remoteAddress: UnsafePointer<sockaddr>?
 ) -> SCNetworkReachability? {

@@ -10,25 +10,14 @@ struct LogControlTests {
     init() { LoopThread.start() }
 
     @LoopActor
-    final class Recorder: CallResponder {
-        var answers: [Result<[DBusValue], BusError>] = []
-        func send(reply values: [DBusValue], to call: MethodCall) { answers.append(.success(values)) }
-        func send(error: BusError, to call: MethodCall) { answers.append(.failure(error)) }
-    }
-
-    @LoopActor
     final class Fixture {
         let tree = ObjectTree(machineID: { "0123456789abcdef0123456789abcdef" })
         let object = LogControlObject()
         init() { tree.export(at: Names.logControlPath, interfaces: [LogControlObject.interface.bound(to: object)]) }
 
         func call(as user: UInt32, _ member: String, _ arguments: [DBusValue]) -> Result<[DBusValue], BusError>? {
-            let recorder = Recorder()
-            let call = MethodCall(responder: recorder, sender: ":1.7", path: Names.logControlPath,
-                                  interface: "org.freedesktop.DBus.Properties", member: member, arguments: arguments)
-            call.user = user
-            Dispatcher.dispatch(call, in: tree)
-            return recorder.answers.first
+            tree.answer(member, at: Names.logControlPath, interface: "org.freedesktop.DBus.Properties", arguments,
+                        from: ":1.7", as: user)
         }
 
         func set(as user: UInt32, _ name: String, _ value: DBusValue) -> BusError? {

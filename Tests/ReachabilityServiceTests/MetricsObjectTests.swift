@@ -11,13 +11,6 @@ struct MetricsObjectTests {
     init() { LoopThread.start() }
 
     @LoopActor
-    final class Recorder: CallResponder {
-        var answers: [Result<[DBusValue], BusError>] = []
-        func send(reply values: [DBusValue], to call: MethodCall) { answers.append(.success(values)) }
-        func send(error: BusError, to call: MethodCall) { answers.append(.failure(error)) }
-    }
-
-    @LoopActor
     final class Fixture {
         let tree = ObjectTree(machineID: { "0123456789abcdef0123456789abcdef" })
         let metrics: MetricsObject
@@ -30,12 +23,7 @@ struct MetricsObjectTests {
         }
 
         func call(_ member: String, as user: UInt32, sender: String = ":1.9") -> Result<[DBusValue], BusError>? {
-            let recorder = Recorder()
-            let call = MethodCall(responder: recorder, sender: sender, path: Names.rootPath,
-                                  interface: Names.metricsInterface, member: member, arguments: [])
-            call.user = user
-            Dispatcher.dispatch(call, in: tree)
-            return recorder.answers.first
+            tree.answer(member, at: Names.rootPath, interface: Names.metricsInterface, from: sender, as: user)
         }
     }
 
