@@ -1,5 +1,5 @@
 /// What a target is.
-public enum TargetKind: String, Sendable, Hashable {
+public enum TargetKind: String, Sendable, Hashable, CaseIterable {
     /// `pair`: a local and/or a remote address (Apple's `…CreateWithAddressPair`).
     case internet, host, address, pair
 }

@@ -128,9 +128,11 @@ public final class Daemon {
         }
         metrics.targetAdded(internet.target)
         metrics.counts = { [unowned self] in
-            let hosts = self.registry.hostCount
+            // Counted by kind when the metrics are read (an address pair is no address).
+            var targets: [TargetKind: Int] = [.internet: 1]
+            for key in self.registry.objects.keys { targets[key.kind, default: 0] += 1 }
             let clients = Set(self.registry.clients).union(self.paths.clients).count
-            return ([.internet: 1, .host: hosts, .address: self.registry.objects.count - hosts], clients)
+            return (targets, clients)
         }
         evaluator.sink = self
         do {

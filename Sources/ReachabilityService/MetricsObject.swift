@@ -137,7 +137,7 @@ final class MetricsObject {
     private func refreshCounts() {
         for target in instruments.values { target.export() }
         let (targets, clients) = counts()
-        for kind in [TargetKind.internet, .host, .address] {
+        for kind in TargetKind.allCases {
             Gauge(label: Instruments.Metric.targets.rawValue, dimensions: [("kind", kind.metricLabel)])
                 .record(targets[kind] ?? 0)
         }

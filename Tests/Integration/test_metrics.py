@@ -60,6 +60,7 @@ def test_metrics_pass_promtool_and_say_what_is_watched(plain_lab, daemon):
     client = plain_lab.client
     client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchAddress", "s", ("127.0.0.1",))
     client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchHost", "s", ("localhost",))
+    client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchAddressPair", "ss", ("127.0.0.1", "127.0.0.1"))
     client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchPath")
     text = metrics(plain_lab)
     checked = subprocess.run([harness.need_tool("promtool"), "check", "metrics"], input=text, capture_output=True,
@@ -68,6 +69,7 @@ def test_metrics_pass_promtool_and_say_what_is_watched(plain_lab, daemon):
 
     reachable = samples(text, "reachability_target_reachable")
     assert reachable.get('{target="127.0.0.1",kind="address"}') == 1, reachable
+    assert reachable.get('{target="127.0.0.1,127.0.0.1",kind="pair"}') == 1, reachable
     assert '{target="internet",kind="internet"}' in reachable, reachable
     flags = samples(text, "reachability_target_flags")
     loopback = [labels for labels in flags if 'target="127.0.0.1"' in labels]
@@ -80,14 +82,14 @@ def test_metrics_pass_promtool_and_say_what_is_watched(plain_lab, daemon):
     assert samples(text, "reachability_lookups_in_flight") == {"": 0}, text
     assert samples(text, "reachability_clients") == {"": 1}, text
     assert samples(text, "reachability_targets") == {'{kind="internet"}': 1, '{kind="host"}': 1,
-                                                     '{kind="address"}': 1}, text
+                                                     '{kind="address"}': 1, '{kind="pair"}': 1}, text
     assert samples(text, "reachability_evaluation_seconds_count")[""] >= 1, text
     assert samples(text, "reachability_path_interface_usable"), text
 
     # Released: the target's series go with it.
     client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "Release", "o",
                 (ROOT_PATH + "/address/_3127_2e0_2e0_2e1",))
-    harness.wait_until(lambda: "127.0.0.1" not in metrics(plain_lab), harness.CHANGE_TIMEOUT,
+    harness.wait_until(lambda: 'target="127.0.0.1"' not in metrics(plain_lab), harness.CHANGE_TIMEOUT,
                        "the released target to leave the metrics", poll=0.1)
 
 
