@@ -112,9 +112,7 @@ final class DaemonBackend: FeedBackend {
 
     func query(_ key: FeedKey, _ completion: @escaping (Result<ReachabilityState, ReachabilityError>) -> Void) {
         if let answer = Runtime.answer(key) { return completion(.success(answer)) }  // never sent here
-        if case .input(let input) = key, case .pair(let local, let remote) = input {
-            return queryPair(local: local, remote: remote, completion)
-        }
+        if case .input(let input) = key, case .pair = input { return queryPair(input, completion) }
         let text = if case .input(let input) = key { input.name } else { "" }
         call(Self.root, ServiceNames.managerInterface, Contract.Manager.query.name, [.string(text)]) { result in
             completion(result.mapError(ReachabilityError.init).flatMap { values in
@@ -127,10 +125,10 @@ final class DaemonBackend: FeedBackend {
     }
 
     /// An address pair once: `Query` takes one string, so the pair is watched, read and released.
-    private func queryPair(local: IPAddress?, remote: IPAddress?,
+    private func queryPair(_ pair: TargetInput,
                            _ completion: @escaping (Result<ReachabilityState, ReachabilityError>) -> Void) {
-        let arguments: [DBusValue] = [.string(local?.description ?? ""), .string(remote?.description ?? "")]
-        call(Self.root, ServiceNames.managerInterface, Contract.Manager.watchAddressPair.name, arguments) {
+        let (member, arguments) = Self.watchCall(pair)
+        call(Self.root, ServiceNames.managerInterface, member, arguments) {
             [weak self] result in
             guard let self else { return }
             switch result {
@@ -168,6 +166,17 @@ final class DaemonBackend: FeedBackend {
         }
     }
 
+    /// The Manager method that watches `input`, and its arguments.
+    static func watchCall(_ input: TargetInput) -> (member: String, arguments: [DBusValue]) {
+        switch input {
+        case .host: (Contract.Manager.watchHost.name, [.string(input.name)])
+        case .address: (Contract.Manager.watchAddress.name, [.string(input.name)])
+        case .pair(let local, let remote):
+            (Contract.Manager.watchAddressPair.name,
+             [.string(local?.description ?? ""), .string(remote?.description ?? "")])
+        }
+    }
+
     /// A listed target from its `Kind` and `Name` (a pair's name is its two literals joined by a comma).
     static func target(kind: String?, name: String) -> ReachabilityTarget {
         switch kind {
@@ -191,14 +200,7 @@ final class DaemonBackend: FeedBackend {
             attach(watch, at: Self.root)
             return done(nil)
         }
-        let (member, arguments): (String, [DBusValue]) =
-            switch input {
-            case .host: (Contract.Manager.watchHost.name, [.string(input.name)])
-            case .address: (Contract.Manager.watchAddress.name, [.string(input.name)])
-            case .pair(let local, let remote):
-                (Contract.Manager.watchAddressPair.name,
-                 [.string(local?.description ?? ""), .string(remote?.description ?? "")])
-            }
+        let (member, arguments) = Self.watchCall(input)
         call(Self.root, ServiceNames.managerInterface, member, arguments) { [weak self] result in
             Log.debug("\(member) \(input.name): \(result)")
             guard let self else { return }

@@ -64,10 +64,13 @@ final class MetricsObject {
             let admGroup = group.pointee.gr_gid
             var count: Int32 = 64
             var groups = [gid_t](repeating: 0, count: Int(count))
-            if getgrouplist(entry.pointee.pw_name, entry.pointee.pw_gid, &groups, &count) >= 0,
-               groups.prefix(Int(count)).contains(admGroup) {
-                return
+            // Too small, getgrouplist fails and says how many there are: ask again with room.
+            while getgrouplist(entry.pointee.pw_name, entry.pointee.pw_gid, &groups, &count) < 0,
+                Int(count) > groups.count
+            {
+                groups = [gid_t](repeating: 0, count: Int(count))
             }
+            if groups.prefix(Int(count)).contains(admGroup) { return }
         }
         throw .accessDenied("the metrics are root's and the adm group's (the caller is uid \(call.user))")
     }
