@@ -38,7 +38,9 @@ package enum DaemonMetrics {
                         case .success(let text): continuation.yield(text)
                         case .failure(let error):
                             continuation.finish(throwing: error)
-                            MetricsFollower.all[id] = nil
+                            // Dropped in a job of its own: this runs inside its connection's
+                            // dispatch, and a connection must not end while it dispatches.
+                            Runtime.send { _ in MetricsFollower.all[id] = nil }
                         }
                     }
                 } catch {
@@ -66,12 +68,12 @@ final class MetricsFollower {
         connection = try Self.connect()
         // The owner first: the bus answers in order, so the daemon's unique name is known
         // before its first Changed (signals from anybody else are not taken for its own).
-        owner = connection.followOwner(of: ServiceNames.busName) { [unowned self] owner in
-            if !owner.isEmpty { self.follow() }
+        owner = connection.followOwner(of: ServiceNames.busName) { [weak self] owner in
+            if !owner.isEmpty { self?.follow() }
         }
         changed = connection.subscribe(sender: ServiceNames.busName, path: Self.root,
                                        interface: ServiceNames.metricsInterface,
-                                       member: Contract.Metrics.changed.name) { [unowned self] _ in self.read() }
+                                       member: Contract.Metrics.changed.name) { [weak self] _ in self?.read() }
         follow()
     }
 

@@ -124,8 +124,11 @@ public enum ReachabilityError: Error, Sendable, Hashable, CustomStringConvertibl
         case ServiceNames.Error.invalidTarget: self = .invalidTarget(error.message)
         case ServiceNames.Error.tooManyTargets: self = .tooManyTargets(error.message)
         case BusError.limitsExceeded("").name: self = .limitsExceeded(error.message)
-        case BusError.serviceUnknown, BusError.nameHasNoOwner, BusError.noReply:
+        case BusError.serviceUnknown, BusError.nameHasNoOwner:
             self = .serviceUnavailable("\(ServiceNames.busName): \(error.message)")
+        case BusError.noReply:
+            // Running, but no answer in time (or it left before answering): not "not running".
+            self = .serviceUnavailable("\(ServiceNames.busName) did not answer: \(error.message)")
         default: self = .failed(error.description)
         }
     }

@@ -60,6 +60,9 @@ enum TargetText {
             return .serviceUnavailable("reachabilityd cannot be asked: there is no system bus ("
                                        + message.dropFirst(noBus.count) + ")" + hint)
         }
+        if let noAnswer = message.firstRange(of: " did not answer: ") {
+            return .serviceUnavailable("reachabilityd did not answer (" + message[noAnswer.upperBound...] + ")" + hint)
+        }
         return .serviceUnavailable("reachabilityd is not running, and the system bus cannot start it"
                                    + " (reachctl doctor says why)" + hint)
     }

@@ -160,3 +160,14 @@ def test_alert_rule_fires_when_the_internet_path_is_lost(tmp_path):
         done = subprocess.run([harness.need_tool("promtool")] + argv, capture_output=True, text=True, timeout=60,
                               check=False)
         assert done.returncode == 0, f"promtool {' '.join(argv)}:\n{done.stdout}{done.stderr}"
+
+
+@pytest.mark.parametrize("extra", [[], ["--textfile", "reachability.prom"]], ids=["print", "textfile"])
+def test_metrics_without_a_daemon_is_a_sentence(plain_lab, extra, tmp_path):
+    """No daemon on the bus: `reachctl metrics` (and `--textfile`, which once crashed there, its
+    follower dropped inside its own connection's dispatch) exits 2 with one sentence."""
+    argv = [str(REACHCTL), "metrics"] + [str(tmp_path / a) if a.endswith(".prom") else a for a in extra]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=harness.START_TIMEOUT,
+                          env=reachctl_env(plain_lab), check=False)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert done.stderr.startswith("reachctl: ") and "Fatal error" not in done.stderr, done.stderr
