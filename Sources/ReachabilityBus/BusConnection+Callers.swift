@@ -217,6 +217,11 @@ extension BusConnection {
     /// Sends a message to `destination` (`nil`: a broadcast signal), charging
     /// about `size` bytes to the destination's account until it reads them.
     func send(_ message: OpaquePointer, to destination: String?, size: Int) {
+        // A peer that is not reading (its receipt is overdue) is sent nothing more: what it does
+        // not read stays charged to the service in the bus (dbus-daemon), until the bus stops
+        // reading the service for everybody. Its targets' signals were the way there: one
+        // connection holding 256 targets froze the service after a few hundred link flaps.
+        if let destination, callers.ledger.isStalled(destination) { return }
         send(message)
         guard callers.receiptsAllowed, let destination, let user = callers.users[destination] else { return }
         for peer in callers.ledger.sent(size, to: destination, user: user) { askReceipt(from: peer) }

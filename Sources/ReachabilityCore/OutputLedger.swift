@@ -15,8 +15,9 @@
 /// unread is *blocked*: its calls wait until a receipt comes, and every one of
 /// its peers with anything unread is asked for one (many connections with a
 /// little each add up too). A peer whose receipt went unanswered for the
-/// receipt's timeout is *stalled*: it is not reading, and its further calls
-/// are dropped unanswered (an answer would only add to what it does not read).
+/// receipt's timeout is *stalled*: it is not reading, its further calls are
+/// dropped unanswered (an answer would only add to what it does not read), and
+/// nothing else is sent to it either (its targets' signals) until it answers.
 ///
 /// Some peers read without ever answering: a client that makes blocking calls
 /// and never runs its library's dispatch (a script with no main loop) leaves
