@@ -222,6 +222,13 @@ extension BusConnection {
         // reading the service for everybody. Its targets' signals were the way there: one
         // connection holding 256 targets froze the service after a few hundred link flaps.
         if let destination, callers.ledger.isStalled(destination) { return }
+        // Nor more signals to one that has not read for several evaluations (it could pile up
+        // the bus's limit before its receipt times out); replies still go.
+        if let destination, dbus_message_get_type(message) == DBUS_MESSAGE_TYPE_SIGNAL,
+            callers.ledger.isSaturated(destination)
+        {
+            return
+        }
         send(message)
         guard callers.receiptsAllowed, let destination, let user = callers.users[destination] else { return }
         for peer in callers.ledger.sent(size, to: destination, user: user) { askReceipt(from: peer) }

@@ -142,6 +142,16 @@ public struct OutputLedger: Sendable {
     /// and was not forgiven.
     public func isStalled(_ peer: String) -> Bool { peers[peer]?.overdue ?? false }
 
+    /// Whether `peer` is sent no more signals for now: it owes a receipt and has more than
+    /// its user's share (`perUser`) unread. One evaluation sends a connection at most its 256
+    /// targets' signals (some 300 KB), and a peer that reads answers the receipt between two:
+    /// only a peer that has not read for several evaluations gets here, before its receipt's
+    /// timeout makes it stalled. (What it misses it reads again with the properties.)
+    public func isSaturated(_ peer: String) -> Bool {
+        guard let entry = peers[peer], entry.covered != nil else { return false }
+        return entry.unread > perUser
+    }
+
     /// Whether `peer` has a receipt outstanding (it has been sent `receiptAfter` since it last
     /// showed it reads).
     public func owesReceipt(_ peer: String) -> Bool { peers[peer]?.covered != nil }

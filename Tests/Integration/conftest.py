@@ -79,7 +79,7 @@ def nm_lab_without_nm(request):
     return _lab(request, harness.NMLab(), networkmanager=False)
 
 
-def _tenant_lab(request, broker: bool = False):
+def _tenant_lab(request, broker: bool = False, bus_limits=None):
     import tenants  # pylint: disable=import-outside-toplevel
     require(networkmanager=False)
     missing = [f"the {name} command" for name in ("ip", "setpriv") if harness.tool(name) is None]
@@ -97,7 +97,7 @@ def _tenant_lab(request, broker: bool = False):
         if CI:
             pytest.fail(message + " (CI is set: a missing requirement is a failure)", pytrace=False)
         pytest.skip(message)
-    return _lab(request, tenants.TenantLab(broker=broker))
+    return _lab(request, tenants.TenantLab(broker=broker, bus_limits=bus_limits))
 
 
 @pytest.fixture
@@ -107,6 +107,14 @@ def tenant_lab(request):
     the daemon (``tenant_lab.start_daemon(...)``). Needs root, ``ip``, ``setpriv`` and two
     unprivileged users of the machine besides ``nobody``."""
     return _tenant_lab(request)
+
+
+@pytest.fixture
+def tenant_lab_small_bus(request):
+    """The hostile-tenant lab on a dbus-daemon that holds at most 8 MiB of any one sender's
+    messages waiting for their readers (``max_incoming_bytes``; 127 MiB by default), so that
+    what a non-reader costs its sender shows within seconds."""
+    return _tenant_lab(request, bus_limits={"max_incoming_bytes": str(8 << 20)})
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ runs the same attacks at full size.
 """
 
 import os
+import signal
 import time
 
 import pytest
@@ -116,6 +117,51 @@ def test_peers_that_never_read_cost_only_themselves(tenant_lab, member):
     print(attack.summary())
     assert sent["complete"], f"the bus did not take the attacker's calls: {sent}"
     assert unread["unread"] > 0, f"the attacker's sockets hold nothing unread: it is not the peer meant here {unread}"
+    attack.check()
+
+
+HOLDER_TARGETS = 256              # the default per-connection limit
+HOLDER_FLAPS = 150               # 300 edges x 256 targets' signals: several times the bus's 8 MiB
+FLAP_SECONDS = float(os.environ.get("REACH_FAIR_FLAP_SECONDS", "60"))
+
+
+def test_a_holder_that_stops_reading_costs_only_itself(tenant_lab_small_bus):
+    """``nobody`` holds 256 targets on one connection, then stops reading (SIGSTOP) while the
+    uplink flaps: every edge changes every target, so their signals to it pile up unread, charged
+    to the service by the bus until it stops reading the service for everybody (here at 8 MiB,
+    ``tenant_lab_small_bus``). The service stops sending to a peer whose read receipt is overdue:
+    the victim's calls are all answered within 1 s, and the holder, woken, is still served."""
+    lab = tenant_lab_small_bus
+    lab.start_daemon()
+    holder = Tenant(lab, NOBODY, "holder")
+    for i in range(HOLDER_TARGETS):
+        holder.manager("WatchAddress", "s", (f"203.0.113.{i % 250 + 1}" if i < 250 else f"198.51.100.{i}",))
+    flaps = 0
+    internet = lab.recorder(ROOT_PATH)
+    internet.sync()
+    with Attack(lab, f"a holder of {HOLDER_TARGETS} targets stops reading while the uplink flaps") as attack:
+        os.kill(holder.pid, signal.SIGSTOP)
+        try:
+            deadline = time.monotonic() + FLAP_SECONDS
+            while time.monotonic() < deadline and flaps < HOLDER_FLAPS:
+                # Each edge announced before the next: every one changes every target.
+                for state, status in (("down", 0), ("up", 2)):
+                    mark = internet.mark()
+                    # The veth's far end: the uplink loses and regains carrier, its routes stay.
+                    lab.namespaces.ip(lab.netns, "link", "set", tenants.UPLINK + "p", state)
+                    internet.wait_status(status, 0 if status == 0 else harness.REACHABLE,
+                                         f"the internet target after flap {flaps + 1} {state}", mark=mark)
+                flaps += 1
+        finally:
+            os.kill(holder.pid, signal.SIGCONT)
+            internet.close()
+        attack.notes.append(f"{flaps} flaps in {FLAP_SECONDS:.0f} s while the holder did not read")
+        # Woken, it reads what is left and is answered again.
+        assert holder.call(ROOT_PATH, PEER_IFACE, "Ping", timeout=30.0) == [], "the holder is not served again"
+        holder.stop()
+        attack.attacker_gone()
+    print(attack.summary())
+    assert flaps == HOLDER_FLAPS, f"only {flaps} flaps in {FLAP_SECONDS} s"
     attack.check()
 
 

@@ -156,6 +156,18 @@ struct FairnessTests {
         #expect(!none && ledger.unread(by: 1) == 60, "no receipt outstanding: nothing changes")
     }
 
+    @Test("a peer owing a receipt with more than its user's share unread is sent no more signals, until it answers")
+    func saturated() {
+        var ledger = OutputLedger(receiptAfter: 100, perUser: 300)
+        _ = ledger.sent(120, to: ":1.1", user: 1)
+        #expect(ledger.owesReceipt(":1.1") && !ledger.isSaturated(":1.1"))
+        _ = ledger.sent(200, to: ":1.1", user: 1)
+        #expect(ledger.isSaturated(":1.1"), "320 unread, the receipt still owed")
+        #expect(!ledger.isSaturated(":1.2"), "another peer")
+        _ = ledger.receiptArrived(from: ":1.1")
+        #expect(!ledger.isSaturated(":1.1"), "it read: signals go again")
+    }
+
     @Test("a user blocked by many connections with a little each asks every one of them for a receipt")
     func manySmallPeers() {
         var ledger = OutputLedger(receiptAfter: 100, perUser: 300)
