@@ -190,6 +190,10 @@ def test_priority_prefixes_without_journal(plain_lab):
     plain_lab.client.call(SERVICE, ROOT_PATH, "io.github.reachabilityd.Reachability1.Target", "Refresh")
     harness.wait_until(lambda: "<6>backend: kernel" in daemon.log_text(), harness.CHANGE_TIMEOUT,
                        "the backend line", daemon.log_text, poll=0.05)
+    # The Refresh is answered before its evaluation's debug line is written: wait for that line
+    # (bounded) rather than read the log once.
+    harness.wait_until(lambda: "\n<7>evaluated " in daemon.log_text(), harness.CHANGE_TIMEOUT,
+                       "--verbose: the evaluation's debug line", daemon.log_text, poll=0.05)
     lines = [line for line in daemon.log_text().splitlines() if line and not line.startswith("===== ")]
     assert lines, daemon.log_text()
     unprefixed = [line for line in lines if not (line[:1] == "<" and line[1:2].isdigit() and line[2:3] == ">")]
