@@ -70,6 +70,25 @@ public enum Log {
         public let event: Event?
         /// Journal field names (upper case, `REACH_…`) and their values.
         public let fields: [(String, String)]
+        /// Where it was written: `Module/File.swift` (`#fileID`) and the line.
+        public let fileID: String
+        public let line: UInt
+
+        /// The module that wrote it (the first part of ``fileID``).
+        public var module: String { String(fileID.prefix { $0 != "/" }) }
+    }
+
+    /// Takes the records a library's application wants, instead of the writers above.
+    public struct Handler: Sendable {
+        /// Whether a record of this priority would be kept: asked before the record is made,
+        /// so a record the application drops costs no message.
+        public let wants: @Sendable (Priority) -> Bool
+        public let take: @Sendable (Record) -> Void
+
+        public init(wants: @escaping @Sendable (Priority) -> Bool, take: @escaping @Sendable (Record) -> Void) {
+            self.wants = wants
+            self.take = take
+        }
     }
 
     /// The environment variable that points the journal's socket elsewhere (tests,
@@ -87,7 +106,7 @@ public enum Log {
     private static let settings = Mutex(Settings())
     /// Apart from `settings`: a struct holding both the closure and the rest read back as
     /// zeros from its Mutex in optimised builds (Swift 6.3), so the daemon logged nothing.
-    private static let handlerBox = Mutex<(@Sendable (Record) -> Void)?>(nil)
+    private static let handlerBox = Mutex<Handler?>(nil)
 
     /// The least important priority written (`LogControl1.LogLevel`); `info` unless set.
     public static var level: Priority {
@@ -128,37 +147,45 @@ public enum Log {
 
     /// Takes every record instead of the writers above (a library hands them to the
     /// application's logger); `nil` writes them again.
-    public static var handler: (@Sendable (Record) -> Void)? {
+    public static var handler: Handler? {
         get { handlerBox.withLock { $0 } }
         set { handlerBox.withLock { $0 = newValue } }
     }
 
     public static func error(_ message: @autoclosure () -> String, _ event: Event? = nil,
-                             _ fields: @autoclosure () -> KeyValuePairs<String, String> = [:]) {
-        log(.err, message(), event, fields())
+                             _ fields: @autoclosure () -> KeyValuePairs<String, String> = [:],
+                             fileID: String = #fileID, line: UInt = #line) {
+        log(.err, message(), event, fields(), fileID: fileID, line: line)
     }
     public static func warning(_ message: @autoclosure () -> String, _ event: Event? = nil,
-                               _ fields: @autoclosure () -> KeyValuePairs<String, String> = [:]) {
-        log(.warning, message(), event, fields())
+                               _ fields: @autoclosure () -> KeyValuePairs<String, String> = [:],
+                               fileID: String = #fileID, line: UInt = #line) {
+        log(.warning, message(), event, fields(), fileID: fileID, line: line)
     }
     public static func notice(_ message: @autoclosure () -> String, _ event: Event? = nil,
-                              _ fields: @autoclosure () -> KeyValuePairs<String, String> = [:]) {
-        log(.notice, message(), event, fields())
+                              _ fields: @autoclosure () -> KeyValuePairs<String, String> = [:],
+                              fileID: String = #fileID, line: UInt = #line) {
+        log(.notice, message(), event, fields(), fileID: fileID, line: line)
     }
     public static func info(_ message: @autoclosure () -> String, _ event: Event? = nil,
-                            _ fields: @autoclosure () -> KeyValuePairs<String, String> = [:]) {
-        log(.info, message(), event, fields())
+                            _ fields: @autoclosure () -> KeyValuePairs<String, String> = [:],
+                            fileID: String = #fileID, line: UInt = #line) {
+        log(.info, message(), event, fields(), fileID: fileID, line: line)
     }
     public static func debug(_ message: @autoclosure () -> String, _ event: Event? = nil,
-                             _ fields: @autoclosure () -> KeyValuePairs<String, String> = [:]) {
-        log(.debug, message(), event, fields())
+                             _ fields: @autoclosure () -> KeyValuePairs<String, String> = [:],
+                             fileID: String = #fileID, line: UInt = #line) {
+        log(.debug, message(), event, fields(), fileID: fileID, line: line)
     }
 
     /// Writes one record if `priority` is at or above ``level``.
     public static func log(_ priority: Priority, _ message: @autoclosure () -> String, _ event: Event? = nil,
-                           _ fields: @autoclosure () -> KeyValuePairs<String, String> = [:]) {
+                           _ fields: @autoclosure () -> KeyValuePairs<String, String> = [:],
+                           fileID: String = #fileID, line: UInt = #line) {
         if let handler {
-            handler(Record(priority: priority, message: message(), event: event, fields: Array(fields())))
+            guard handler.wants(priority) else { return }
+            handler.take(Record(priority: priority, message: message(), event: event, fields: Array(fields()),
+                                fileID: fileID, line: line))
             return
         }
         // One read of the settings for the record (``target``'s getter would lock them again).

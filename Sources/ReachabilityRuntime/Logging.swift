@@ -39,14 +39,19 @@ public enum ReachabilityLogging {
     }
 
     /// Hands the library's records to swift-log (called once, when the library starts).
+    /// A record below the logger's level is never made; the others keep where they were
+    /// written (`source` is the library's module, `file` and `line` the call's).
     static func install() {
-        Log.handler = { record in
-            guard let logger = effectiveLogger else { return }
-            var metadata: Logger.Metadata = [:]
-            for (key, value) in record.fields { metadata[metadataKey(key)] = .string(value) }
-            if let event = record.event { metadata["message.id"] = .string(event.id) }
-            logger.log(level: level(record.priority), "\(record.message)", metadata: metadata)
-        }
+        Log.handler = Log.Handler(
+            wants: { priority in effectiveLogger.map { $0.logLevel <= level(priority) } ?? false },
+            take: { record in
+                guard let logger = effectiveLogger else { return }
+                var metadata: Logger.Metadata = [:]
+                for (key, value) in record.fields { metadata[metadataKey(key)] = .string(value) }
+                if let event = record.event { metadata["message.id"] = .string(event.id) }
+                logger.log(level: level(record.priority), "\(record.message)", metadata: metadata,
+                           source: record.module, file: record.fileID, function: "", line: record.line)
+            })
     }
 
     /// `REACH_BACKEND_MODE` → `backend.mode`.

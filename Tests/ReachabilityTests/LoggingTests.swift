@@ -1,5 +1,7 @@
 import InMemoryLogging
 import Logging
+import ReachabilityLoop
+import Synchronization
 import Testing
 @testable import Reachability
 @testable import ReachabilityRuntime
@@ -24,15 +26,21 @@ struct LoggingTests {
         #expect(ReachabilityLogging.effectiveLogger == nil)
 
         // A logger the application hands over.
-        let given = InMemoryLogHandler()
+        let given = SourcedRecorder()
         var logger = Logger(label: "app") { _ in given }
         logger.logLevel = .trace
         ReachabilityLogging.logger = logger
         defer { ReachabilityLogging.logger = nil }
         let first = try NetworkReachabilityManager(target: .internet)
         #expect(explained(first.mode, in: given.entries), "\(given.entries)")
-        #expect(given.entries.allSatisfy { $0.level <= .info || $0.level == .error },
-                "a library logs at info or below: \(given.entries)")
+        // The service's modules share this test process (their tests run alongside and log
+        // through the same hook); an application has none of them.
+        let library = given.events.filter { $0.source != "ReachabilityService" }
+        #expect(!library.isEmpty)
+        #expect(library.allSatisfy { $0.level <= .info || $0.level == .error },
+                "a library logs at info or below: \(library.map { ($0.source, $0.level, "\($0.message)") })")
+        #expect(library.allSatisfy { $0.source.hasPrefix("Reachability") && $0.file.hasPrefix($0.source + "/") },
+                "each record names the library's module and file: \(library.map { ($0.source, $0.file) })")
 
         // The application bootstraps swift-log and passes nothing: the labelled default is its handler's.
         ReachabilityLogging.logger = nil
@@ -47,6 +55,31 @@ struct LoggingTests {
         #expect(explained(second.mode, in: bootstrapped.entries), "\(bootstrapped.entries)")
     }
 
+    @Test("a record below the logger's level is never made; one above it says where it was written")
+    func levelFirst() {
+        ReachabilityLogging.install()
+        let recorder = SourcedRecorder()
+        var logger = Logger(label: "app") { _ in recorder }
+        logger.logLevel = .info
+        ReachabilityLogging.logger = logger
+        defer { ReachabilityLogging.logger = nil }
+        let made = Mutex(0)
+        func message(_ text: String) -> String {
+            made.withLock { $0 += 1 }
+            return text
+        }
+        Log.debug(message("dropped by the level"))
+        #expect(made.withLock { $0 } == 0, "a debug record was made for a logger at info")
+        Log.notice(message("kept"), nil, ["REACH_TARGET": "example.com"]); let line: UInt = #line
+        #expect(made.withLock { $0 } == 1)
+        let kept = recorder.events.filter { "\($0.message)" == "kept" }
+        #expect(kept.count == 1)
+        #expect(kept.first?.source == "ReachabilityTests")
+        #expect(kept.first?.file == "ReachabilityTests/LoggingTests.swift")
+        #expect(kept.first?.line == line)
+        #expect(kept.first?.metadata?["target"] == "example.com")
+    }
+
     @Test("journal-style fields become dotted metadata keys; priorities map to swift-log levels")
     func mapping() {
         #expect(ReachabilityLogging.metadataKey("REACH_TARGET") == "target")
@@ -55,4 +88,24 @@ struct LoggingTests {
         #expect(ReachabilityLogging.level(.err) == .error)
         #expect(ReachabilityLogging.level(.debug) == .debug)
     }
+}
+
+/// Keeps every event with its source, file and line (InMemoryLogHandler keeps no source).
+private final class SourcedRecorder: LogHandler, Sendable {
+    private let kept = Mutex<[LogEvent]>([])
+    var events: [LogEvent] { kept.withLock { $0 } }
+    var entries: [InMemoryLogHandler.Entry] {
+        events.map { InMemoryLogHandler.Entry(level: $0.level, message: $0.message, metadata: $0.metadata ?? [:]) }
+    }
+
+    func log(event: LogEvent) { kept.withLock { $0.append(event) } }
+
+    var metadataProvider: Logger.MetadataProvider? { get { nil } set {} }
+    var metadata: Logger.Metadata { get { [:] } set {} }
+    private let level = Mutex(Logger.Level.trace)
+    var logLevel: Logger.Level {
+        get { level.withLock { $0 } }
+        set { level.withLock { $0 = newValue } }
+    }
+    subscript(metadataKey _: String) -> Logger.Metadata.Value? { get { nil } set {} }
 }
