@@ -85,7 +85,8 @@ let package = Package(
             dependencies: ["ReachabilityRuntime", "ReachabilityCore", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "reachctl",
-            dependencies: ["Reachability", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+            dependencies: ["Reachability", "ReachabilityCore",
+                           .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // An application on the library (also driven by the integration tests).
         .executableTarget(name: "reachability-example", dependencies: ["Reachability"]),
         // NWPathMonitor and friends, on the same runtime.

@@ -75,6 +75,8 @@ public enum TargetInput: Hashable, Sendable {
         } catch .unknownScope(let scope) {
             throw InvalidTarget(message: "address \(quoted(text)): no interface \(quoted(scope)) for the scope")
         } catch {
+            // "https://example.com/", "example.com:443": named, with the host to ask about.
+            if let named = HostInText.recognise(text) { throw InvalidTarget(message: named.message(for: text)) }
             // "1.2.3", "0x7f.1": an address in a URL, but only dotted quads are literals here.
             if let address = TargetName.whatwgIPv4(text) {
                 throw InvalidTarget(

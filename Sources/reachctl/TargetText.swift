@@ -1,49 +1,22 @@
 import Reachability
+import ReachabilityCore
 
 /// What people type where a TARGET goes, beyond host names and addresses, and
 /// the sentences reachctl answers with.
 enum TargetText {
     /// Refuses a URL or a `host:port` with a message that says so and names the
-    /// host to ask about; anything else is left to the library's validation.
+    /// command to run for its host; anything else is left to the library's validation.
     static func check(_ text: String, command: String) throws(ReachabilityError) {
-        if let host = urlHost(text) {
+        switch HostInText.recognise(text) {
+        case .url(let host):
             throw .invalidTarget("\"\(text)\" is a URL; a TARGET is a host name or an address"
                                  + (host.isEmpty ? "" : ": for its host, reachctl \(command) \(host)"))
-        }
-        if let host = hostOfHostPort(text) {
+        case .hostAndPort(let host):
             throw .invalidTarget("\"\(text)\" is a host and a port; a TARGET is a host name or an address"
                                  + " (reachability does not depend on the port): reachctl \(command) \(host)")
+        case nil:
+            return
         }
-    }
-
-    /// The host of `scheme://[user@]host[:port][/…]` ("" if it has none); `nil` when `text` is not a URL.
-    static func urlHost(_ text: String) -> String? {
-        guard let separator = text.firstRange(of: "://") else { return nil }
-        let scheme = text[..<separator.lowerBound]
-        guard let first = scheme.first, first.isASCII, first.isLetter,
-            scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })
-        else { return nil }
-        var authority = text[separator.upperBound...].prefix { !"/?#".contains($0) }
-        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
-        if let host = hostOfHostPort(String(authority)) { return host }
-        return String(authority.hasPrefix("[") ? authority.dropFirst().prefix { $0 != "]" } : authority)
-    }
-
-    /// `host` of `host:port` or `[address]:port`; `nil` for anything else (IPv6
-    /// literals have more than one colon).
-    static func hostOfHostPort(_ text: String) -> String? {
-        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
-            let rest = text[text.index(after: close)...]
-            guard rest.first == ":", isPort(rest.dropFirst()) else { return nil }
-            return String(text[text.index(after: text.startIndex)..<close])
-        }
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 2, !parts[0].isEmpty, isPort(parts[1]) else { return nil }
-        return String(parts[0])
-    }
-
-    static func isPort(_ text: Substring) -> Bool {
-        !text.isEmpty && text.count <= 5 && text.allSatisfy { $0.isASCII && $0.isNumber }
     }
 
     /// A "no daemon" error as a sentence: no system bus at all, or a bus that

@@ -288,6 +288,10 @@ BAD_HOSTS = [
     ("1:2:3:4:5:6:7:8:9", "not an IPv4 or IPv6"),
     ("gggg::1", "not an IPv4 or IPv6"),
     ("\u200b.test", "empty"),  # IDNA maps the zero-width space to nothing
+    # What people paste: named as such, with the host to ask about.
+    ("https://example.com/index.html", 'is a URL, not a host name or an address: its host is "example.com"'),
+    ("example.com:443", 'is a host and a port, not a host name or an address (reachability does not depend '
+                        'on the port): the host is "example.com"'),
 ]
 
 BAD_ADDRESSES = [
@@ -298,6 +302,8 @@ BAD_ADDRESSES = [
     ("192.0.2.1%lo", "not an IPv4 or IPv6"),
     ("fe80::1%nosuch", "no interface"),
     ("1" * 5000, "at most 1024"),
+    ("192.0.2.1:80", 'is a host and a port, not a host name or an address'),
+    ("http://[2001:db8::1]:8080/", 'is a URL, not a host name or an address: its host is "2001:db8::1"'),
 ]
 
 

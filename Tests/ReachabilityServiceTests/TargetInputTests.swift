@@ -28,6 +28,8 @@ struct TargetInputTests {
         ("192.0.2.1%lo", "not an IPv4 or IPv6 address literal"),
         ("", "not an IPv4 or IPv6 address literal"),
         ("example.com", "not an IPv4 or IPv6 address literal"),
+        ("example.com:443", #"is a host and a port, not a host name or an address"#),
+        ("https://192.0.2.1/", #"is a URL, not a host name or an address: its host is "192.0.2.1""#),
     ])
     func badAddresses(input: String, message: String) {
         #expect {
@@ -36,6 +38,20 @@ struct TargetInputTests {
             let error = error as? BusError
             return error?.name == "io.github.reachabilityd.Reachability1.Error.InvalidTarget"
                 && error?.message.contains(message) == true
+        }
+    }
+
+    @Test("WatchHost, Query and the library refuse a URL or a host and a port, naming the host", arguments: [
+        ("https://example.com/index.html", #"is a URL, not a host name or an address: its host is "example.com""#),
+        ("example.com:443", #"is a host and a port, not a host name or an address (reachability does not "#
+            + #"depend on the port): the host is "example.com""#),
+        ("[2001:db8::1]:443", #"the host is "2001:db8::1""#),
+    ])
+    func namedHosts(input: String, message: String) {
+        #expect {
+            _ = try TargetInput.parseHost(input)
+        } throws: { error in
+            (error as? InvalidTarget)?.message.contains(message) == true
         }
     }
 
