@@ -1,4 +1,5 @@
 import ArgumentParser
+import Dispatch
 import Glibc
 import Reachability
 
@@ -31,8 +32,18 @@ struct Reachctl: AsyncParsableCommand {
         subcommands: [Status.self, Query.self, Watch.self, List.self, Doctor.self, Metrics.self],
         defaultSubcommand: Status.self)
 
+    /// Runs the command in a task whose jobs all run on the main queue (see
+    /// `MainQueueExecutor`); the process ends when the command does.
+    static func main() {
+        Task(executorPreference: MainQueueExecutor()) {
+            await runCommand()
+            Glibc.exit(ExitStatus.reachable)
+        }
+        dispatchMain()
+    }
+
     /// Runs the command; every failure that is not help or the version exits with 2.
-    static func main() async {
+    static func runCommand() async {
         let arguments = arranged(Array(CommandLine.arguments.dropFirst()))
         if let word = unknownCommand(in: arguments) {
             var message = "unknown command \"\(word)\"; the commands are "

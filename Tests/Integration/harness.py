@@ -265,6 +265,29 @@ def pump(context=None) -> None:
         context.iteration(False)
 
 
+def thread_wakeups(pid: int) -> dict:
+    """``{thread id: voluntary plus involuntary context switches}`` of a process now."""
+    switches = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            lines = (task / "status").read_text().splitlines()
+            switches[task.name] = sum(int(line.split()[1]) for line in lines
+                                      if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
+    return switches
+
+
+def idle_wakeups(pid: int, seconds: float) -> dict:
+    """``{thread id: wake-ups}`` over ``seconds`` of a process left alone, for the threads alive
+    the whole time and woken at least once (a thread that ends meanwhile, such as a thread pool's
+    idle worker timing out, is not counted: it does not come back). Observing idleness takes
+    the time it observes."""
+    before = thread_wakeups(pid)
+    time.sleep(seconds)
+    after = thread_wakeups(pid)
+    return {thread: after[thread] - before[thread] for thread in before.keys() & after.keys()
+            if after[thread] != before[thread]}
+
+
 def wait_until(
     condition: Callable[[], Any],
     timeout: float,

@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -285,6 +286,11 @@ def test_reachctl_watch_sees_a_flap_as_two_lines(nm_lab, clients):
         watcher = clients(lab, [BIN / "reachctl", "watch"], "reachctl-watch")
         first = watcher.next_line("the current state")
         assert first.endswith(f"internet: Reachable status=2 interface={harness.NM_IFNAME} type=ethernet"), first
+        # While nothing changes, nothing wakes it (it once woke every second: Swift's global
+        # executor on Linux, libdispatch's pool, starts a monitor timer with its first job).
+        assert Path(f"/proc/{watcher.popen.pid}/comm").read_text().strip() == "reachctl"
+        woken = harness.idle_wakeups(watcher.popen.pid, 2.0)
+        assert woken == {}, f"reachctl watch woke while nothing changed (thread: wake-ups): {woken}"
         recorder.barrier()
         mark = recorder.mark()
         lab.set_carrier(False)
