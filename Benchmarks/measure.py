@@ -1,7 +1,10 @@
 """Process figures the benchmarks share: resident memory, context switches, percentiles."""
 
-import contextlib
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "Tests" / "Integration"))
+import harness  # noqa: E402
 
 
 def rss_kb(pid):
@@ -16,14 +19,8 @@ def rss_kb(pid):
 
 
 def thread_switches(pid):
-    """``{thread id: voluntary plus involuntary context switches}`` of a process."""
-    switches = {}
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        with contextlib.suppress(OSError):
-            lines = (task / "status").read_text().splitlines()
-            switches[task.name] = sum(int(line.split()[1]) for line in lines
-                                      if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
-    return switches
+    """``{thread id: voluntary plus involuntary context switches}`` of a process (the tests' reading)."""
+    return harness.thread_wakeups(pid)
 
 
 def idle_wakeups(before, after):
