@@ -3,7 +3,6 @@ import Foundation
 import Glibc
 import ReachabilityCore
 import ReachabilityRuntime
-import Synchronization
 
 // Apple's SCNetworkReachability API (SystemConfiguration.framework), with the
 // Swift signatures Apple's SDK imports it with, on the runtime the `Reachability`
@@ -75,10 +74,8 @@ public final class SCNetworkReachability: Sendable, CustomStringConvertible {
     /// Where answers come from, chosen when first needed.
     private let choice: ModeChoice
 
-    /// Guards `state`. A pthread lock (Foundation's), under which the `Mutex` is never
-    /// contended: ThreadSanitizer sees the ordering it gives (see the runtime's `Guarded`).
-    private let lock = NSLock()
-    private let state = Mutex(State())
+    /// The reference's state, behind a lock ThreadSanitizer sees (the runtime's `Guarded`).
+    private let state = Guarded(State())
     /// Held while the callback runs; unscheduling takes it once, so it returns only after
     /// a callback running on another thread has finished. Recursive: a callback may
     /// unschedule its own reference.
@@ -107,14 +104,12 @@ public final class SCNetworkReachability: Sendable, CustomStringConvertible {
     }
 
     /// The system's strong reference to a scheduled reference, emptied when it is unscheduled.
-    /// (A pthread lock around an uncontended `Mutex`, as `state`'s.)
     private final class Hold: Sendable {
-        private let lock = NSLock()
-        private let held: Mutex<SCNetworkReachability?>
-        init(_ reference: SCNetworkReachability) { held = Mutex(reference) }
+        private let held: Guarded<SCNetworkReachability?>
+        init(_ reference: SCNetworkReachability) { held = Guarded(reference) }
         var reference: SCNetworkReachability? {
-            get { lock.withLock { held.withLock { $0 } } }
-            set { lock.withLock { held.withLock { $0 = newValue } } }
+            get { held.withLock { $0 } }
+            set { held.withLock { $0 = newValue } }
         }
     }
 
@@ -136,7 +131,7 @@ public final class SCNetworkReachability: Sendable, CustomStringConvertible {
     }
 
     deinit {
-        let context = withState { $0.context.value }
+        let context = withState { $0.context }.value
         if let release = context.release, let info = context.info { release(info) }
     }
 
@@ -151,10 +146,8 @@ public final class SCNetworkReachability: Sendable, CustomStringConvertible {
     private static let requestedMode: ReachabilityMode? =
         getenv("REACHABILITY_MODE").flatMap { ReachabilityMode(rawValue: String(cString: $0)) }
 
-    private func withState<T>(_ body: (inout State) -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return state.withLock { body(&$0) }
+    private func withState<T: Sendable>(_ body: (inout State) -> T) -> T {
+        state.withLock(body)
     }
 
     // MARK: Callback
@@ -167,8 +160,8 @@ public final class SCNetworkReachability: Sendable, CustomStringConvertible {
                 state.callback = callback
                 state.context = Context(new)
             }
-            return state.context.value
-        }
+            return state.context
+        }.value
         if let release = old.release, let info = old.info { release(info) }
         // A callback already running on another thread finishes before this returns.
         callout.lock()
