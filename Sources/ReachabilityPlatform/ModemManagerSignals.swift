@@ -197,9 +197,8 @@ final class ModemManagerSignals {
     }
 
     private nonisolated static func logUnlessCancelled(_ error: UnsafeMutablePointer<GError>, _ what: String) {
-        let cancelled = g_error_matches(error, g_io_error_quark(), Int32(G_IO_ERROR_CANCELLED.rawValue)) != 0
-        if !cancelled { Log.warning("\(what) (\(String(cString: error.pointee.message)))") }
-        g_error_free(error)
+        let (message, cancelled) = GLibError.take(error)
+        if !cancelled { Log.warning("\(what) (\(message))") }
     }
 
     /// The signal quality in percent of ModemManager's modem at `path` while

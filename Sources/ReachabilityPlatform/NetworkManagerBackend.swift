@@ -38,9 +38,7 @@ public final class NetworkManagerBackend {
             var error: UnsafeMutablePointer<GError>?
             let client = nm_client_new_finish(result, &error)
             if let error {
-                let cancelled = g_error_matches(error, g_io_error_quark(), Int32(G_IO_ERROR_CANCELLED.rawValue)) != 0
-                let message = String(cString: error.pointee.message)
-                g_error_free(error)
+                let (message, cancelled) = GLibError.take(error)
                 if cancelled { return }
                 let backend = Unmanaged<NetworkManagerBackend>.fromOpaque(data!).takeUnretainedValue()
                 backend.failure = message

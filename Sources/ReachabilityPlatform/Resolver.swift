@@ -105,11 +105,7 @@ public final class Resolver {
                 node = current.pointee.next
             }
             if let list { g_resolver_free_addresses(list) }
-            var message: String?
-            if let error {
-                message = String(cString: error.pointee.message)
-                g_error_free(error)
-            }
+            let message = error.map { GLibError.take($0).message }
             lookup.resolver?.finished(lookup.owner)
             guard !lookup.isCancelled else { return }
             if let message {
