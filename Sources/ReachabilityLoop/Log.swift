@@ -280,14 +280,22 @@ public enum Log {
         return entry
     }
 
+    /// The journal's socket: `REACHABILITYD_JOURNAL_SOCKET`, else systemd's. Read once.
+    private static let journalSocket =
+        getenv(journalSocketVariable).map { String(cString: $0) } ?? "/run/systemd/journal/socket"
+
     private static func sendJournal(_ priority: Priority, _ program: String, _ text: String, _ event: Event?,
                                     _ fields: KeyValuePairs<String, String>) -> Bool {
-        let path = getenv(journalSocketVariable).map { String(cString: $0) } ?? "/run/systemd/journal/socket"
-        return send(journalEntry(priority, program, text, event, fields), to: path)
+        send(journalEntry(priority, program, text, event, fields), to: journalSocket)
+    }
+
+    /// A syslog line (RFC 3164's `<PRI>TAG[PID]: text`, facility daemon), as `/dev/log` and `/dev/kmsg` take it.
+    private static func syslogLine(_ priority: Priority, _ program: String, _ text: String) -> String {
+        "<\(3 * 8 + priority.rawValue)>\(program)[\(getpid())]: \(text)"
     }
 
     private static func sendSyslog(_ priority: Priority, _ program: String, _ text: String) -> Bool {
-        send(Array("<\(3 * 8 + priority.rawValue)>\(program)[\(getpid())]: \(text)".utf8), to: "/dev/log")
+        send(Array(syslogLine(priority, program, text).utf8), to: "/dev/log")
     }
 
     private static func writeKmsg(_ priority: Priority, _ program: String, _ text: String) -> Bool {
@@ -296,7 +304,7 @@ public enum Log {
             return state.kmsg
         }
         guard fd >= 0 else { return false }
-        writeAll(fd, Array("<\(3 * 8 + priority.rawValue)>\(program)[\(getpid())]: \(text)\n".utf8))
+        writeAll(fd, Array((syslogLine(priority, program, text) + "\n").utf8))
         return true
     }
 
