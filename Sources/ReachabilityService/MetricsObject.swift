@@ -85,7 +85,7 @@ final class MetricsObject {
     }
 
     func targetChanged(_ target: WatchedTarget) {
-        instruments[ObjectIdentifier(target)]?.update(target.state, changed: true)
+        instruments[ObjectIdentifier(target)]?.changed(to: target.state)
         changed()
     }
 
@@ -170,8 +170,9 @@ final class TargetInstruments {
         state = target.state
     }
 
-    func update(_ state: TargetState, changed: Bool) {
-        if changed { changeCount += 1 }
+    /// The target's state changed (a StatusChanged): counted, and exported at the next read.
+    func changed(to state: TargetState) {
+        changeCount += 1
         self.state = state
         isCurrent = false
     }
