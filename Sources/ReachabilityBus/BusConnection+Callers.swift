@@ -39,6 +39,9 @@ final class Callers {
     var ledger: OutputLedger
     /// Whether the bus lets the service ask peers for read receipts (its policy may not).
     var receiptsAllowed = true
+    /// Whether the bus tells the service what it holds for a peer (`GetConnectionStats`:
+    /// dbus-daemon, where the policy allows it).
+    var queueStatsAllowed = true
     var serveIdle: SourceHandle?
     /// The most calls queued since the queue last drained after a flood.
     var peakQueued = 0
@@ -203,6 +206,7 @@ extension BusConnection {
         // What it left unread was freed with its messages: worth giving back after a flood.
         if callers.ledger.forget(caller) >= callers.limits.receiptAfter { Memory.trimSoon() }
         callers.retries[caller] = nil
+        tree.forgetWithheld(caller)
         if let calls = callers.unidentified.removeValue(forKey: caller) {
             callers.unidentifiedCount -= calls.count
             for call in calls { callers.drop(call) }
@@ -215,23 +219,23 @@ extension BusConnection {
     // MARK: Output
 
     /// Sends a message to `destination` (`nil`: a broadcast signal), charging
-    /// about `size` bytes to the destination's account until it reads them.
+    /// about `size` bytes to the destination's account until it reads them. Signals to a
+    /// peer that has fallen behind never get here: the object tree keeps them as changes.
     func send(_ message: OpaquePointer, to destination: String?, size: Int) {
         // A peer that is not reading (its receipt is overdue) is sent nothing more: what it does
         // not read stays charged to the service in the bus (dbus-daemon), until the bus stops
-        // reading the service for everybody. Its targets' signals were the way there: one
-        // connection holding 256 targets froze the service after a few hundred link flaps.
+        // reading the service for everybody.
         if let destination, callers.ledger.isStalled(destination) { return }
-        // Nor more signals to one that has not read for several evaluations (it could pile up
-        // the bus's limit before its receipt times out); replies still go.
-        if let destination, dbus_message_get_type(message) == DBUS_MESSAGE_TYPE_SIGNAL,
-            callers.ledger.isSaturated(destination)
-        {
-            return
-        }
         send(message)
         guard callers.receiptsAllowed, let destination, let user = callers.users[destination] else { return }
         for peer in callers.ledger.sent(size, to: destination, user: user) { askReceipt(from: peer) }
+    }
+
+    /// The ledger changed for `peer` (it read, or was forgiven): its waiting calls may be
+    /// served, and what it was not sent while behind is sent now.
+    private func ledgerChanged(for peer: String) {
+        tree.resume(peer)
+        scheduleServing()
     }
 
     /// How long a read receipt is waited for (ms): a peer that reads answers in microseconds.
@@ -240,35 +244,72 @@ extension BusConnection {
     /// Sends `peer` a `Peer.Ping`: its answer (any answer from the peer itself) means it
     /// has read everything sent to it before. Wraps `dbus_connection_send_with_reply`.
     private func askReceipt(from peer: String) {
-        guard let ping = dbus_message_new_method_call(peer, "/", "org.freedesktop.DBus.Peer", "Ping") else { return }
+        guard let id = callers.ledger.receipt(of: peer),
+            let ping = dbus_message_new_method_call(peer, "/", "org.freedesktop.DBus.Peer", "Ping")
+        else { return }
         defer { dbus_message_unref(ping) }
         var pending: OpaquePointer?
         guard dbus_connection_send_with_reply(raw, ping, &pending, Self.receiptTimeout) != 0, let pending else {
             return
         }
-        let box = Unmanaged.passRetained(ReceiptBox(connection: self, peer: peer)).toOpaque()
+        askQueue(of: peer, receipt: id)
+        let box = Unmanaged.passRetained(ReceiptBox(connection: self, peer: peer, receipt: id)).toOpaque()
         dbus_pending_call_set_notify(pending, { pending, data in
             let box = Unmanaged<ReceiptBox>.fromOpaque(data!).takeUnretainedValue()
             let reply = dbus_pending_call_steal_reply(pending)
             defer { if let reply { dbus_message_unref(reply) } }
             LoopActor.assumeIsolated(box) { box in
-                box.connection?.receiptAnswered(by: box.peer, reply: reply)
+                box.connection?.receiptAnswered(by: box.peer, receipt: box.receipt, reply: reply)
             }
         }, box, { data in Unmanaged<ReceiptBox>.fromOpaque(data!).release() })
         dbus_pending_call_unref(pending)
     }
 
-    private func receiptAnswered(by peer: String, reply: OpaquePointer?) {
+    /// Asks the bus what it still holds for `peer` (`GetConnectionStats`), right after
+    /// receipt `id`: nothing held means the peer read what the receipt covers.
+    private func askQueue(of peer: String, receipt id: UInt64) {
+        guard callers.queueStatsAllowed else { return }
+        callAsync(destination: Self.busDriver, path: ObjectPath("/org/freedesktop/DBus"),
+                  interface: "org.freedesktop.DBus.Debug.Stats", member: "GetConnectionStats", [.string(peer)]) {
+            [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success(let values):
+                guard case .dictionary(_, _, let stats)? = values.first,
+                    case .variant(.uint32(let queued))? = stats.first(where: { $0.key == .string("OutgoingBytes") })?.value
+                else { return }
+                guard queued == 0, self.callers.users[peer] != nil else { return }
+                self.receiptProven(by: peer, receipt: id)
+            case .failure(let error):
+                switch error.name {
+                case BusError.prefix + "AccessDenied", BusError.prefix + "UnknownMethod",
+                    BusError.prefix + "UnknownInterface":
+                    // Not this bus (dbus-broker), or not allowed by its policy: receipts alone.
+                    Log.info("the bus does not tell the service what it holds for a caller (\(error.name)); "
+                             + "a caller that reads without answering read receipts waits for their timeout")
+                    self.callers.queueStatsAllowed = false
+                default:
+                    break  // The peer left, or too many of our calls are in flight: the receipt still counts.
+                }
+            }
+        }
+    }
+
+    /// `peer` read everything receipt `id` covers (it answered, or the bus holds nothing for it).
+    private func receiptProven(by peer: String, receipt id: UInt64) {
+        // What it read has been written and freed, which after a large reply is worth giving back.
+        let before = callers.ledger.unread(by: callers.users[peer] ?? 0)
+        if callers.ledger.receiptArrived(from: peer, receipt: id) { askReceipt(from: peer) }
+        if before - callers.ledger.unread(by: callers.users[peer] ?? 0) >= 256 * 1024 { Memory.trimSoon() }
+        ledgerChanged(for: peer)
+    }
+
+    private func receiptAnswered(by peer: String, receipt id: UInt64, reply: OpaquePointer?) {
         let isError = reply.map { dbus_message_get_type($0) == DBUS_MESSAGE_TYPE_ERROR } ?? true
         let from = reply.flatMap(Self.sender(of:))
         if !isError || from == peer {
-            // The peer answered (an error from the peer itself counts: it read the Ping); what it
-            // read has been written and freed, which after a large reply is worth giving back.
-            let before = callers.ledger.unread(by: callers.users[peer] ?? 0)
-            if callers.ledger.receiptArrived(from: peer) { askReceipt(from: peer) }
-            if before - callers.ledger.unread(by: callers.users[peer] ?? 0) >= 256 * 1024 { Memory.trimSoon() }
-            scheduleServing()
-            return
+            // The peer answered (an error from the peer itself counts: it read the Ping).
+            return receiptProven(by: peer, receipt: id)
         }
         let name = reply.flatMap { dbus_message_get_error_name($0) }.map { String(cString: $0) }
         switch name {
@@ -280,16 +321,17 @@ extension BusConnection {
             callers.receiptsAllowed = false
             callers.ledger = OutputLedger(receiptAfter: callers.limits.receiptAfter,
                                           perUser: callers.limits.unreadPerUser)
+            for peer in Array(tree.withheld.keys) { tree.resume(peer) }
             scheduleServing()
         case BusError.noReply, nil:
             // Not answered within the timeout: not reading, or reading without answering.
             let now = UInt64(MonotonicClock.microseconds())
             guard callers.users[peer] != nil else { return }
-            if callers.ledger.receiptLost(from: peer, now: now) {
+            if callers.ledger.receiptLost(from: peer, receipt: id, now: now) {
                 Log.debug("\(peer) did not answer a read receipt; its calls are dropped while it owes one")
                 askReceipt(from: peer)
             }
-            scheduleServing()
+            ledgerChanged(for: peer)
         case BusError.prefix + "LimitsExceeded":
             // Its queue in the bus is full, or the bus holds too many of our own calls awaiting
             // replies (the bus answers at once either way): ask again a little later, not in a
@@ -298,7 +340,9 @@ extension BusConnection {
             guard callers.users[peer] != nil else { return }
             let message = reply.flatMap { MessageCodec.decodeBody($0)?.first?.stringValue } ?? ""
             let oursToo = message.contains("pending replies")
-            if !oursToo && !callers.ledger.receiptLost(from: peer, now: now) { return scheduleServing() }
+            if !oursToo && !callers.ledger.receiptLost(from: peer, receipt: id, now: now) {
+                return ledgerChanged(for: peer)
+            }
             callers.retries[peer] = Sources.every(seconds: oursToo ? 1 : 10) { [unowned self] in
                 self.callers.retries[peer] = nil
                 self.askReceipt(from: peer)
@@ -315,8 +359,10 @@ extension BusConnection {
 private final class ReceiptBox {
     weak var connection: BusConnection?
     let peer: String
-    @LoopActor init(connection: BusConnection, peer: String) {
+    let receipt: UInt64
+    @LoopActor init(connection: BusConnection, peer: String, receipt: UInt64) {
         self.connection = connection
         self.peer = peer
+        self.receipt = receipt
     }
 }

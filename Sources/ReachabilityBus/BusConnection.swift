@@ -69,6 +69,7 @@ public final class BusConnection {
         tree.emit = { [unowned self] path, interface, name, values, destinations in
             self.emitSignal(path: path, interface: interface, name: name, values, to: destinations)
         }
+        tree.isBehind = { [unowned self] peer in self.callers.ledger.isBehind(peer) }
         attachToMainLoop()
         registerDispatcher()
     }

@@ -84,22 +84,46 @@ public struct BoundInterface {
     }
 }
 
+/// A signal that follows `PropertiesChanged` whenever one of `properties` changed — and,
+/// for a peer catching up, whenever one of them differs from what it was last sent:
+/// `StatusChanged` follows `Flags`, so it is sent exactly once per change of `Flags` to a
+/// peer that reads, and once for all the changes a peer that fell behind missed.
+public struct FollowUp {
+    let signal: Signal
+    let interface: String
+    let properties: Set<String>
+    let values: @LoopActor () -> [DBusValue]
+
+    public init(_ signal: Signal, interface: String, after properties: Set<String>,
+                values: @escaping @LoopActor () -> [DBusValue]) {
+        self.signal = signal
+        self.interface = interface
+        self.properties = properties
+        self.values = values
+    }
+}
+
 /// An object on the bus. Its owner calls `propertiesChanged()` after any state
 /// change; this object works out which properties changed and announces only those.
 @LoopActor
 public final class ExportedObject {
     public let path: ObjectPath
     let interfaces: [BoundInterface]
+    /// The interfaces' names (for `InterfacesRemoved`), made once.
+    let interfaceNames: [String]
     private unowned let tree: ObjectTree
     /// Who may see the object and hears its signals; `nil`: everybody.
     let audience: ObjectAudience?
     /// The values last announced (or first exported): per interface, in the order
     /// of its table's `announcedIndices`.
     private var announced: [[DBusValue]]
+    /// The signal that follows a change of some of its properties, if any.
+    public var followUp: FollowUp?
 
     init(path: ObjectPath, interfaces: [BoundInterface], tree: ObjectTree, audience: ObjectAudience?) {
         self.path = path
         self.interfaces = interfaces
+        interfaceNames = interfaces.map(\.name)
         self.tree = tree
         self.audience = audience
         announced = interfaces.map { i in i.table.announcedIndices.map { i.value($0) } }
@@ -107,9 +131,21 @@ public final class ExportedObject {
 
     func interface(_ name: String) -> BoundInterface? { interfaces.first { $0.name == name } }
 
+    /// What a peer was told of the announced properties, compactly (a hash per value): kept
+    /// for a peer that falls behind, to send it what differs once it reads again.
+    typealias Fingerprint = [[Int]]
+
+    /// The fingerprint of what a peer that is up to date has been told.
+    var told: Fingerprint { announced.map { $0.map(\.hashValue) } }
+
     /// Emits `PropertiesChanged` for each interface whose announced properties
-    /// changed since the last call, carrying only those properties.
+    /// changed since the last call, carrying only those properties, then the follow-up
+    /// signal if one of its properties changed. A listener that has fallen behind is sent
+    /// nothing now: the tree keeps what it was last told, and it gets what differs once it
+    /// reads again.
     public func propertiesChanged() {
+        let before = announced
+        var changes: [(interface: String, changed: [(String, DBusValue)])] = []
         for (i, interface) in interfaces.enumerated() {
             var changed: [(String, DBusValue)] = []
             for (slot, index) in interface.table.announcedIndices.enumerated() {
@@ -119,11 +155,56 @@ public final class ExportedObject {
                     changed.append((interface.table.properties[index].name, value))
                 }
             }
-            guard !changed.isEmpty else { continue }
-            let invalidated = interface.table.properties.filter { $0.emits == .invalidates }.map(\.name)
-            tree.emit(path, StandardInterface.properties.name, "PropertiesChanged",
-                      [.string(interface.name), .vardict(changed), .strings(invalidated)], audience?.listeners)
+            if !changed.isEmpty { changes.append((interface.name, changed)) }
         }
+        guard !changes.isEmpty else { return }
+        var destinations: [String]?
+        if let audience {
+            var current: [String] = []
+            var toldBefore: Fingerprint?
+            for listener in audience.listeners {
+                guard tree.isBehind(listener) else {
+                    current.append(listener)
+                    continue
+                }
+                if toldBefore == nil { toldBefore = before.map { $0.map(\.hashValue) } }
+                tree.withhold(path, from: listener, told: toldBefore!, interfaces: interfaceNames)
+            }
+            destinations = current
+        }
+        announce(changes, to: destinations)
+    }
+
+    /// Sends `changes` (and the follow-up, if its properties are among them) to
+    /// `destinations` (`nil`: everybody).
+    private func announce(_ changes: [(interface: String, changed: [(String, DBusValue)])], to destinations: [String]?) {
+        guard destinations?.isEmpty != true else { return }
+        var names = Set<String>()
+        for (interface, changed) in changes {
+            let invalidated = self.interface(interface)!.table.properties.filter { $0.emits == .invalidates }.map(\.name)
+            tree.emit(path, StandardInterface.properties.name, "PropertiesChanged",
+                      [.string(interface), .vardict(changed), .strings(invalidated)], destinations)
+            if interface == followUp?.interface { for (name, _) in changed { names.insert(name) } }
+        }
+        if let followUp, !names.isDisjoint(with: followUp.properties) {
+            send(followUp.signal, interface: followUp.interface, followUp.values(), to: destinations)
+        }
+    }
+
+    /// Brings `peer`, which was last told `told` of this object, up to date: one
+    /// `PropertiesChanged` per interface with every property that differs now, and the
+    /// follow-up if one of its properties differs.
+    func catchUp(_ peer: String, told: Fingerprint) {
+        var changes: [(interface: String, changed: [(String, DBusValue)])] = []
+        for (i, interface) in interfaces.enumerated() {
+            var changed: [(String, DBusValue)] = []
+            for (slot, index) in interface.table.announcedIndices.enumerated()
+            where told[i][slot] != announced[i][slot].hashValue {
+                changed.append((interface.table.properties[index].name, announced[i][slot]))
+            }
+            if !changed.isEmpty { changes.append((interface.name, changed)) }
+        }
+        announce(changes, to: [peer])
     }
 
     /// Emits one of the object's declared signals. Arguments that do not match
@@ -132,8 +213,25 @@ public final class ExportedObject {
         emit(signal, interface: interface, values, to: audience?.listeners)
     }
 
-    /// The same, sent to `destinations` only (unique names; `nil`: broadcast).
+    /// The same, sent to `destinations` only (unique names; `nil`: broadcast). A
+    /// destination that has fallen behind is sent it (with the latest values) once it
+    /// reads again.
     public func emit(_ signal: Signal, interface: String, _ values: [DBusValue], to destinations: [String]?) {
+        guard let destinations else { return send(signal, interface: interface, values, to: nil) }
+        var current: [String] = []
+        for destination in destinations {
+            if tree.isBehind(destination) {
+                tree.owe(signal, interface: interface, values, on: self, to: destination)
+            } else {
+                current.append(destination)
+            }
+        }
+        send(signal, interface: interface, values, to: current)
+    }
+
+    /// Sends a declared signal, checked against its declaration.
+    func send(_ signal: Signal, interface: String, _ values: [DBusValue], to destinations: [String]?) {
+        guard destinations?.isEmpty != true else { return }
         guard self.interface(interface)?.table.signals[signal.name] == signal else {
             Log.error("\(path) does not declare \(interface).\(signal.name)")
             return

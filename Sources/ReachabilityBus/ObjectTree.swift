@@ -10,6 +10,12 @@ public protocol ObjectAudience: AnyObject {
     func admits(_ user: UserID) -> Bool
     /// The unique names the object's signals are sent to.
     var listeners: [String] { get }
+    /// Whether `peer` is one of the listeners.
+    func hears(_ peer: String) -> Bool
+}
+
+extension ObjectAudience {
+    public func hears(_ peer: String) -> Bool { listeners.contains(peer) }
 }
 
 /// The objects a connection exports, by path, and what the standard interfaces
@@ -27,6 +33,11 @@ public final class ObjectTree {
                _ destinations: [String]?) -> Void = { _, _, _, _, _ in }
     /// This machine's id, for `org.freedesktop.DBus.Peer.GetMachineId`.
     let machineID: () -> String
+    /// Whether a peer has fallen behind (it is not reading what it is sent): the
+    /// connection's ledger, or a test's.
+    var isBehind: (String) -> Bool = { _ in false }
+    /// What each peer that fell behind has not been told (see `withhold`).
+    var withheld: [String: [ObjectPath: Withheld]] = [:]
 
     init(machineID: @escaping () -> String) {
         self.machineID = machineID
@@ -67,16 +78,20 @@ public final class ObjectTree {
     /// `listeners` (`nil`: everybody): it is there for them now.
     func announceAdded(_ path: ObjectPath, to listeners: [String]?) {
         guard let manager = managerAbove(path), let object = objects[path] else { return }
+        let current = listeners.map { $0.filter { !isBehind($0) || withholdAdded(path, from: $0) } }
+        guard current?.isEmpty != true else { return }
         emit(manager, StandardInterface.objectManager.name, "InterfacesAdded",
-             [.objectPath(path), object.interfacesAndProperties()], listeners)
+             [.objectPath(path), object.interfacesAndProperties()], current)
     }
 
     /// `InterfacesRemoved` for the object at `path` to `listeners` (`nil`: everybody):
     /// it is gone for them.
     func announceRemoved(_ path: ObjectPath, to listeners: [String]?) {
         guard let manager = managerAbove(path), let object = objects[path] else { return }
+        let current = listeners.map { $0.filter { !isBehind($0) || withholdRemoved(object, from: $0) } }
+        guard current?.isEmpty != true else { return }
         emit(manager, StandardInterface.objectManager.name, "InterfacesRemoved",
-             [.objectPath(path), .strings(object.interfaces.map(\.name))], listeners)
+             [.objectPath(path), .strings(object.interfaceNames)], current)
     }
 
     /// Serves `org.freedesktop.DBus.ObjectManager` at `path` for every object below it.

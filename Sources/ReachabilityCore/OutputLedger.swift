@@ -27,6 +27,16 @@
 /// until one of its peers answers a receipt. Such a client stalls for a while
 /// every `perUser` bytes; a peer that really does not read gains `perUser`
 /// bytes per forgiveness, so logarithmically in time.
+///
+/// The bus itself can vouch for such a peer: dbus-daemon answers
+/// `GetConnectionStats` with the bytes it still holds for a connection
+/// (`OutgoingBytes`), and a peer that reads — from a main loop, a thread, or
+/// inside its own blocking call — leaves none there. Asked right after a
+/// receipt (the bus handles the service's messages in order, so everything the
+/// receipt covers has reached the peer's queue by then), an empty queue is as
+/// good as the answer (`busQueueEmpty`): what the peer has not read is then at
+/// most what its socket holds. Each receipt has an id, so a late answer to an
+/// old receipt never vouches for a newer one.
 public struct OutputLedger: Sendable {
     public let receiptAfter: Int
     public let perUser: Int
@@ -40,7 +50,12 @@ public struct OutputLedger: Sendable {
         var covered: Int?
         /// Whether the receipt in flight is overdue (it timed out and was not forgiven).
         var overdue = false
+        /// The id of the receipt in flight (meaningful while `covered` is set).
+        var receipt: UInt64 = 0
     }
+
+    /// The id the next receipt gets.
+    private var nextReceipt: UInt64 = 1
 
     private var peers: [String: Peer] = [:]
     private var peersByUser: [UserID: Set<String>] = [:]
@@ -77,13 +92,31 @@ public struct OutputLedger: Sendable {
     private mutating func ask(_ peer: String, atLeast bytes: Int) -> Bool {
         guard let entry = peers[peer], entry.covered == nil, entry.unread >= bytes else { return false }
         peers[peer]!.covered = entry.unread
+        peers[peer]!.receipt = nextReceipt
+        nextReceipt += 1
         return true
     }
 
-    /// `peer` answered the receipt: everything it covers has been read.
+    /// The id of the receipt `peer` owes, if it owes one: an answer names it.
+    public func receipt(of peer: String) -> UInt64? {
+        guard let entry = peers[peer], entry.covered != nil else { return nil }
+        return entry.receipt
+    }
+
+    /// The bus holds nothing more for `peer` (asked right after receipt `id`): the peer
+    /// read everything that receipt covers, as if it had answered it.
     /// - Returns: `true` when another receipt should be asked for now.
-    public mutating func receiptArrived(from peer: String) -> Bool {
-        guard var entry = peers[peer], let covered = entry.covered else { return false }
+    public mutating func busQueueEmpty(for peer: String, receipt id: UInt64) -> Bool {
+        receiptArrived(from: peer, receipt: id)
+    }
+
+    /// `peer` answered the receipt (`id`: which one; `nil`: the one in flight, whichever it
+    /// is): everything it covers has been read. An answer to an earlier receipt says nothing.
+    /// - Returns: `true` when another receipt should be asked for now.
+    public mutating func receiptArrived(from peer: String, receipt id: UInt64? = nil) -> Bool {
+        guard var entry = peers[peer], let covered = entry.covered, id == nil || id == entry.receipt else {
+            return false
+        }
         entry.unread -= covered
         entry.covered = nil
         entry.overdue = false
@@ -103,13 +136,15 @@ public struct OutputLedger: Sendable {
     ///   unread: the peer was not forgiven (it still owes one). A forgiven peer is
     ///   asked again only once it has been sent `receiptAfter` more, so a client that
     ///   never answers costs no wake-up while nothing is sent to it.
-    public mutating func receiptLost(from peer: String, now: UInt64) -> Bool {
-        guard var entry = peers[peer] else { return false }
+    public mutating func receiptLost(from peer: String, receipt id: UInt64? = nil, now: UInt64) -> Bool {
+        guard var entry = peers[peer], id == nil || (entry.covered != nil && id == entry.receipt) else { return false }
         let user = entry.user
         let turn = forgiveness[user] ?? (0, 0)
         guard now >= turn.next else {
             entry.covered = entry.unread
             entry.overdue = true
+            entry.receipt = nextReceipt
+            nextReceipt += 1
             peers[peer] = entry
             return true
         }
@@ -145,12 +180,16 @@ public struct OutputLedger: Sendable {
     /// Whether `peer` is sent no more signals for now: it owes a receipt and has more than
     /// its user's share (`perUser`) unread. One evaluation sends a connection at most its 256
     /// targets' signals (some 300 KB), and a peer that reads answers the receipt between two:
-    /// only a peer that has not read for several evaluations gets here, before its receipt's
-    /// timeout makes it stalled. (What it misses it reads again with the properties.)
+    /// only a peer that has not read for a while gets here. Nothing it is not sent is lost:
+    /// which of its objects changed is kept, and their current state is sent once it reads.
     public func isSaturated(_ peer: String) -> Bool {
         guard let entry = peers[peer], entry.covered != nil else { return false }
         return entry.unread > perUser
     }
+
+    /// Whether `peer` is not sent signals now (it is stalled or saturated): what changes for
+    /// it is kept as a change to send once it reads again.
+    public func isBehind(_ peer: String) -> Bool { isStalled(peer) || isSaturated(peer) }
 
     /// Whether `peer` has a receipt outstanding (it has been sent `receiptAfter` since it last
     /// showed it reads).

@@ -18,7 +18,9 @@ final class TargetObject {
     private(set) var lastChanged: UInt64 = 0
     /// Weak: the exported object holds this one (its interfaces are bound to it), and the
     /// connection holds the exported object while it is on the bus.
-    weak var exported: ExportedObject?
+    weak var exported: ExportedObject? {
+        didSet { exported?.followUp = followUp }
+    }
     /// `Refresh` calls waiting for a lookup that starts after they arrived.
     var waitingCalls: [MethodCall] = []
 
@@ -29,14 +31,19 @@ final class TargetObject {
 
     var state: TargetState { target.state }
 
-    /// Announces what changed (the state was `old`).
+    /// Announces what changed (the state was `old`): `PropertiesChanged`, and `StatusChanged`
+    /// after it when `Flags` or `Status` changed (the exported object's follow-up).
     func announce(from old: TargetState) {
-        let flagsChanged = state.flags != old.flags
-        if flagsChanged { lastChanged = RealtimeClock.microseconds() }
+        if state.flags != old.flags { lastChanged = RealtimeClock.microseconds() }
         exported?.propertiesChanged()
-        if flagsChanged {
-            exported?.emit(Self.statusChanged, interface: Names.targetInterface,
-                           [.int32(state.status.rawValue), .uint32(state.exportedFlags.rawValue)])
+    }
+
+    /// `StatusChanged` follows a change of `Flags` or `Status` (the unknown state has no
+    /// flags of its own): to holders that read at once, to one that fell behind once it reads.
+    private var followUp: FollowUp {
+        FollowUp(Self.statusChanged, interface: Names.targetInterface,
+                 after: [Contract.Target.flags.name, Contract.Target.status.name]) { [unowned self] in
+            [.int32(state.status.rawValue), .uint32(state.exportedFlags.rawValue)]
         }
     }
 

@@ -155,6 +155,8 @@ final class TargetRegistry {
 
     fileprivate func holderNames(of key: TargetKey) -> [String] { Array(holders.holders(of: key)) }
 
+    fileprivate func isHolder(_ client: String, of key: TargetKey) -> Bool { holders.holders(of: key).contains(client) }
+
     private func remove(_ key: TargetKey, announcingTo listeners: [String]) {
         guard let object = objects.removeValue(forKey: key) else { return }
         keysByPath[key.path] = nil
@@ -181,4 +183,6 @@ private final class Holders: ObjectAudience {
     func admits(_ user: UserID) -> Bool { registry.admits(user, to: key) }
 
     var listeners: [String] { registry.holderNames(of: key) }
+
+    func hears(_ peer: String) -> Bool { registry.isHolder(peer, of: key) }
 }

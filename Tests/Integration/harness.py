@@ -464,7 +464,7 @@ OPEN_POLICY = """  <policy context="default">
 # The default policy of a system bus, after Debian's /usr/share/dbus-1/system.conf:
 # every user may connect; nobody owns a name or sends a method call unless a service's
 # file allows it; signals and requested replies pass; everybody may talk to the bus
-# driver (except UpdateActivationEnvironment).
+# driver (except UpdateActivationEnvironment, and the statistics, which only root may read).
 SYSTEM_POLICY = """  <policy context="default">
     <allow user="*"/>
     <deny own="*"/>
@@ -481,6 +481,10 @@ SYSTEM_POLICY = """  <policy context="default">
     <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
     <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"
           send_member="UpdateActivationEnvironment"/>
+    <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Debug.Stats"/>
+  </policy>
+  <policy user="root">
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Debug.Stats"/>
   </policy>"""
 
 
