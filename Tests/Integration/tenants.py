@@ -1055,8 +1055,123 @@ def role_churn(p: dict) -> None:
     _out({"errors": errors, "seconds": time.monotonic() - started})
 
 
+def _watch_all_dbus_python(conn, queue: list, watched) -> None:
+    """``WatchAddress`` for every address of ``queue`` on a dbus-python connection, 8 in flight."""
+    def more():
+        if queue:
+            conn.call_async(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchAddress", "s", (queue.pop(),),
+                            lambda _path: (watched(), more()),
+                            lambda error: (watched(error.get_dbus_name()), more()), timeout=60)
+    for _ in range(8):
+        more()
+
+
+def role_follower(p: dict) -> None:
+    """An honest client holding many address targets on ``connections`` connections of one
+    library (``gdbus``: GDBus, which answers ``Peer.Ping`` from its worker thread;
+    ``dbus-python``: dbus-python on a GLib main loop, which answers it when it dispatches), that
+    reads everything it is sent and keeps, per connection and target, the last ``Flags`` it was
+    told (``InterfacesAdded``, ``PropertiesChanged``, ``StatusChanged``). ``{"op": "view"}``
+    prints that view as ``{"ok": {"<connection>:<path>": flags}}``."""
+    view: dict = {}
+    watching = {"left": sum(len(a) for a in p["addresses"]), "errors": []}
+    loop = GLib.MainLoop()
+    connections = []  # kept: a connection nobody refers to is closed
+
+    def seen(c, path, flags):
+        if "/address/" in path:  # its targets (the root object's internet target is everybody's)
+            view[f"{c}:{path}"] = int(flags)
+
+    def on_properties(c, path, interface, changed):
+        if interface == TARGET_IFACE and "Flags" in changed:
+            seen(c, path, changed["Flags"])
+
+    def on_added(c, path, interfaces):
+        if TARGET_IFACE in interfaces:
+            seen(c, path, interfaces[TARGET_IFACE]["Flags"])
+
+    def on_removed(c, path, _interfaces):
+        view.pop(f"{c}:{path}", None)
+
+    def watched(error=None):
+        watching["left"] -= 1
+        if error is not None:
+            watching["errors"].append(str(error))
+        if watching["left"] == 0:
+            _out({"ready": len(view), "errors": watching["errors"][:5]})
+
+    if p["library"] == "gdbus":
+        for c, addresses in enumerate(p["addresses"]):
+            conn = _connect(p["address"])
+            connections.append(conn)
+
+            def on_signal(_conn, _sender, path, interface, member, params, c=c):
+                args = params.unpack()
+                if member == "PropertiesChanged":
+                    on_properties(c, path, args[0], args[1])
+                elif member == "StatusChanged":
+                    seen(c, path, args[1])
+                elif member == "InterfacesAdded":
+                    on_added(c, args[0], args[1])
+                elif member == "InterfacesRemoved":
+                    on_removed(c, args[0], args[1])
+
+            conn.signal_subscribe(SERVICE, None, None, None, None, Gio.DBusSignalFlags.NONE, on_signal)
+            queue = list(addresses)
+
+            def more(conn=conn, queue=queue):
+                if queue:
+                    conn.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchAddress", GLib.Variant("(s)", (queue.pop(),)),
+                              None, Gio.DBusCallFlags.NO_AUTO_START, 60000, None, done, None)
+
+            def done(conn, result, _data, more=more):
+                try:
+                    conn.call_finish(result)
+                    watched()
+                except GLib.Error as failure:
+                    watched(_error_name(failure))
+                more()
+
+            for _ in range(8):
+                more()
+    else:
+        import dbus  # pylint: disable=import-outside-toplevel
+        import dbus.bus  # pylint: disable=import-outside-toplevel
+        from dbus.mainloop.glib import DBusGMainLoop  # pylint: disable=import-outside-toplevel
+        mainloop = DBusGMainLoop()
+        for c, addresses in enumerate(p["addresses"]):
+            conn = dbus.bus.BusConnection(p["address"], mainloop=mainloop)
+            connections.append(conn)
+            conn.add_signal_receiver(lambda i, ch, _inv, path=None, c=c: on_properties(c, path, str(i), ch),
+                                     "PropertiesChanged", PROPERTIES_IFACE, SERVICE, path_keyword="path")
+            conn.add_signal_receiver(lambda _s, f, path=None, c=c: seen(c, path, f),
+                                     "StatusChanged", TARGET_IFACE, SERVICE, path_keyword="path")
+            conn.add_signal_receiver(lambda path, ifaces, c=c: on_added(c, str(path), ifaces),
+                                     "InterfacesAdded", OBJECT_MANAGER_IFACE, SERVICE)
+            conn.add_signal_receiver(lambda path, ifaces, c=c: on_removed(c, str(path), ifaces),
+                                     "InterfacesRemoved", OBJECT_MANAGER_IFACE, SERVICE)
+            _watch_all_dbus_python(conn, list(addresses), watched)
+
+    buffer = [b""]
+
+    def on_stdin(fd, condition):
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            loop.quit()
+            return False
+        buffer[0] += chunk
+        while b"\n" in buffer[0]:
+            line, buffer[0] = buffer[0].split(b"\n", 1)
+            if json.loads(line)["op"] == "view":
+                _out({"ok": view})
+        return True
+
+    GLib.io_add_watch(sys.stdin.fileno(), GLib.IO_IN | GLib.IO_HUP, on_stdin)
+    loop.run()
+
+
 ROLES = {"probe": role_probe, "tenant": role_tenant, "flood": role_flood, "nonreader": role_nonreader,
-         "churn": role_churn}
+         "churn": role_churn, "follower": role_follower}
 
 
 def child_main() -> None:
