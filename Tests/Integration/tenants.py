@@ -1170,8 +1170,60 @@ def role_follower(p: dict) -> None:
     loop.run()
 
 
+def role_blocking(p: dict) -> None:
+    """A script with no main loop, making blocking calls one at a time (``dbus-python`` without a
+    main loop, or ``jeepney``'s blocking API): it reads everything while it waits for a reply, but
+    cannot answer a read receipt. On ``connections`` connections it watches ``names`` host names
+    each, then on the first one reads every target's properties (``GetAll``) ``rounds`` times.
+    Prints ``{"calls": [[what, seconds, error]]}``."""
+    calls = []
+
+    def timed(what, call):
+        start = time.monotonic()
+        error = None
+        result = None
+        try:
+            result = call()
+        except Exception as failure:  # pylint: disable=broad-except
+            error = f"{type(failure).__name__}: {failure}"
+        calls.append([what, time.monotonic() - start, error])
+        return result
+
+    if p["library"] == "dbus-python":
+        import dbus.bus  # pylint: disable=import-outside-toplevel
+        connections = [dbus.bus.BusConnection(p["address"]) for _ in range(p["connections"])]
+
+        def call(conn, path, interface, member, signature, args):
+            return conn.call_blocking(SERVICE, path, interface, member, signature, args, timeout=30)
+    else:
+        from jeepney import DBusAddress, new_method_call  # pylint: disable=import-outside-toplevel
+        from jeepney.io.blocking import open_dbus_connection  # pylint: disable=import-outside-toplevel
+        connections = [open_dbus_connection(p["address"]) for _ in range(p["connections"])]
+
+        def call(conn, path, interface, member, signature, args):
+            reply = conn.send_and_get_reply(new_method_call(DBusAddress(path, SERVICE, interface), member,
+                                                            signature, args), timeout=30)
+            if reply.header.message_type.name == "error":
+                raise RuntimeError(f"{reply.header.fields} {reply.body}")
+            return reply.body[0]
+
+    paths = []
+    for c, conn in enumerate(connections):
+        for i in range(p["names"]):
+            path = timed("WatchHost", lambda: call(conn, ROOT_PATH, MANAGER_IFACE, "WatchHost", "s",
+                                                   (f"b{c}-{i}.{FAST_ZONE}",)))
+            if c == 0 and path is not None:
+                paths.append(str(path))
+    for _ in range(p["rounds"]):
+        for path in paths:
+            timed("GetAll", lambda: call(connections[0], path, PROPERTIES_IFACE, "GetAll", "s", (TARGET_IFACE,)))
+    _out({"calls": calls, "paths": paths})
+    sys.stdin.read()  # holds its targets until told to finish
+
+
 ROLES = {"probe": role_probe, "tenant": role_tenant, "flood": role_flood, "nonreader": role_nonreader,
-         "churn": role_churn, "follower": role_follower}
+         "churn": role_churn, "follower": role_follower,
+         "blocking": role_blocking}
 
 
 def child_main() -> None:
