@@ -217,6 +217,42 @@ struct FairnessTests {
         #expect(!done && ledger.unread(by: 1) == 0 && ledger.totalUnread == 0)
     }
 
+    @Test("receipts have ids: a late answer, or a late timeout, of an earlier receipt counts for nothing")
+    func receiptIDs() {
+        var ledger = OutputLedger(receiptAfter: 100, perUser: 1000, forgivenessAfter: 10)
+        _ = ledger.sent(100, to: ":1.1", user: 1)
+        let first = ledger.receipt(of: ":1.1")!
+        // The bus vouches for it (its queue for the peer is empty): as good as the answer.
+        let askAgain = ledger.busQueueEmpty(for: ":1.1", receipt: first)
+        #expect(!askAgain)
+        #expect(ledger.receipt(of: ":1.1") == nil && ledger.unread(by: 1) == 0)
+        _ = ledger.sent(150, to: ":1.1", user: 1)
+        let second = ledger.receipt(of: ":1.1")!
+        #expect(second != first)
+        // The first Ping's answer arrives now: it says nothing of what was sent since.
+        let late = ledger.receiptArrived(from: ":1.1", receipt: first)
+        #expect(!late)
+        #expect(ledger.unread(by: 1) == 150 && ledger.receipt(of: ":1.1") == second)
+        // Nor does its timeout.
+        let lateTimeout = ledger.receiptLost(from: ":1.1", receipt: first, now: 100)
+        #expect(!lateTimeout)
+        #expect(ledger.unread(by: 1) == 150 && !ledger.isStalled(":1.1"))
+        let answered = ledger.receiptArrived(from: ":1.1", receipt: second)
+        #expect(!answered)
+        #expect(ledger.unread(by: 1) == 0)
+    }
+
+    @Test("behind: stalled, or owing a receipt with more than the user's share unread")
+    func behind() {
+        var ledger = OutputLedger(receiptAfter: 100, perUser: 300, forgivenessAfter: 10)
+        _ = ledger.sent(200, to: ":1.1", user: 1)
+        #expect(!ledger.isBehind(":1.1"), "owes a receipt, within its share")
+        _ = ledger.sent(200, to: ":1.1", user: 1)
+        #expect(ledger.isBehind(":1.1"))
+        _ = ledger.receiptArrived(from: ":1.1")
+        #expect(!ledger.isBehind(":1.1"))
+    }
+
     @Test("an unanswered receipt is forgiven, each time twice as late, until one is answered")
     func forgiveness() {
         var ledger = OutputLedger(receiptAfter: 100, perUser: 300, forgivenessAfter: 10)
