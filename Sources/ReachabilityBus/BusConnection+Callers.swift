@@ -282,14 +282,15 @@ extension BusConnection {
                 self.receiptProven(by: peer, receipt: id)
             case .failure(let error):
                 switch error.name {
-                case BusError.prefix + "AccessDenied", BusError.prefix + "UnknownMethod",
-                    BusError.prefix + "UnknownInterface":
-                    // Not this bus (dbus-broker), or not allowed by its policy: receipts alone.
-                    Log.info("the bus does not tell the service what it holds for a caller (\(error.name)); "
-                             + "a caller that reads without answering read receipts waits for their timeout")
-                    self.callers.queueStatsAllowed = false
+                case BusError.prefix + "LimitsExceeded", BusError.noReply, BusError.prefix + "NameHasNoOwner":
+                    break  // Too many of our calls in flight, or the peer left: the receipt still counts.
                 default:
-                    break  // The peer left, or too many of our calls are in flight: the receipt still counts.
+                    // Not allowed by the bus's policy, or not this bus's (dbus-broker has no such
+                    // statistic, and charges what waits for a reader to the reader): receipts alone.
+                    Log.info("the bus does not tell the service what it holds for a caller (\(error.name): "
+                             + "\(error.message)); a caller that reads without answering read receipts "
+                             + "waits for their timeout once its user has much unread")
+                    self.callers.queueStatsAllowed = false
                 }
             }
         }

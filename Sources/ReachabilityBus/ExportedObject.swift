@@ -109,8 +109,6 @@ public struct FollowUp {
 public final class ExportedObject {
     public let path: ObjectPath
     let interfaces: [BoundInterface]
-    /// The interfaces' names (for `InterfacesRemoved`), made once.
-    let interfaceNames: [String]
     private unowned let tree: ObjectTree
     /// Who may see the object and hears its signals; `nil`: everybody.
     let audience: ObjectAudience?
@@ -123,13 +121,15 @@ public final class ExportedObject {
     init(path: ObjectPath, interfaces: [BoundInterface], tree: ObjectTree, audience: ObjectAudience?) {
         self.path = path
         self.interfaces = interfaces
-        interfaceNames = interfaces.map(\.name)
         self.tree = tree
         self.audience = audience
         announced = interfaces.map { i in i.table.announcedIndices.map { i.value($0) } }
     }
 
     func interface(_ name: String) -> BoundInterface? { interfaces.first { $0.name == name } }
+
+    /// The interfaces' names (for `InterfacesRemoved`).
+    var interfaceNames: [String] { interfaces.map(\.name) }
 
     /// What a peer was told of the announced properties, compactly (a hash per value): kept
     /// for a peer that falls behind, to send it what differs once it reads again.
