@@ -24,10 +24,13 @@ final class ErasedInterface: Sendable {
     let introspection: String
     /// Indices of the properties announced with their values.
     let announcedIndices: [Int]
+    /// The signal that follows a change of its argument properties, and the slots of those
+    /// properties in `announcedIndices`.
+    let followUp: (signal: Signal, slots: [Int])?
 
     init<Owner: AnyObject>(
         name: String, methods: [Method<Owner>], properties: [Property<Owner>], signals: [Signal],
-        introspection: String
+        followUp: FollowUp?, introspection: String
     ) {
         self.name = name
         self.methods = Dictionary(uniqueKeysWithValues: methods.map { m in
@@ -49,7 +52,19 @@ final class ErasedInterface: Sendable {
         propertyIndex = Dictionary(uniqueKeysWithValues: erasedProperties.enumerated().map { ($1.name, $0) })
         self.signals = Dictionary(uniqueKeysWithValues: signals.map { ($0.name, $0) })
         self.introspection = introspection
-        announcedIndices = erasedProperties.indices.filter { erasedProperties[$0].emits == .yes }
+        let announced = erasedProperties.indices.filter { erasedProperties[$0].emits == .yes }
+        announcedIndices = announced
+        self.followUp = followUp.map { followUp in
+            let slots = followUp.arguments.map { name in
+                guard let slot = announced.firstIndex(where: { erasedProperties[$0].name == name }) else {
+                    preconditionFailure("\(name), an argument of \(followUp.signal.name), is not an announced property")
+                }
+                return slot
+            }
+            precondition(slots.map { erasedProperties[announced[$0]].signature }.joined() == followUp.signal.signature,
+                         "\(followUp.signal.name)'s arguments are not its properties' types")
+            return (followUp.signal, slots)
+        }
     }
 }
 
@@ -84,25 +99,6 @@ public struct BoundInterface {
     }
 }
 
-/// A signal that follows `PropertiesChanged` whenever one of `properties` changed — and,
-/// for a peer catching up, whenever one of them differs from what it was last sent:
-/// `StatusChanged` follows `Flags`, so it is sent exactly once per change of `Flags` to a
-/// peer that reads, and once for all the changes a peer that fell behind missed.
-public struct FollowUp {
-    let signal: Signal
-    let interface: String
-    let properties: Set<String>
-    let values: @LoopActor () -> [DBusValue]
-
-    public init(_ signal: Signal, interface: String, after properties: Set<String>,
-                values: @escaping @LoopActor () -> [DBusValue]) {
-        self.signal = signal
-        self.interface = interface
-        self.properties = properties
-        self.values = values
-    }
-}
-
 /// An object on the bus. Its owner calls `propertiesChanged()` after any state
 /// change; this object works out which properties changed and announces only those.
 @LoopActor
@@ -115,8 +111,6 @@ public final class ExportedObject {
     /// The values last announced (or first exported): per interface, in the order
     /// of its table's `announcedIndices`.
     private var announced: [[DBusValue]]
-    /// The signal that follows a change of some of its properties, if any.
-    public var followUp: FollowUp?
 
     init(path: ObjectPath, interfaces: [BoundInterface], tree: ObjectTree, audience: ObjectAudience?) {
         self.path = path
@@ -145,17 +139,17 @@ public final class ExportedObject {
     /// reads again.
     public func propertiesChanged() {
         let before = announced
-        var changes: [(interface: String, changed: [(String, DBusValue)])] = []
+        var changes: [Change] = []
         for (i, interface) in interfaces.enumerated() {
-            var changed: [(String, DBusValue)] = []
+            var change = Change(interface: i)
             for (slot, index) in interface.table.announcedIndices.enumerated() {
                 let value = interface.value(index)
                 if announced[i][slot] != value {
                     announced[i][slot] = value
-                    changed.append((interface.table.properties[index].name, value))
+                    change.slots.append(slot)
                 }
             }
-            if !changed.isEmpty { changes.append((interface.name, changed)) }
+            if !change.slots.isEmpty { changes.append(change) }
         }
         guard !changes.isEmpty else { return }
         var destinations: [String]?
@@ -175,34 +169,42 @@ public final class ExportedObject {
         announce(changes, to: destinations)
     }
 
-    /// Sends `changes` (and the follow-up, if its properties are among them) to
-    /// `destinations` (`nil`: everybody).
-    private func announce(_ changes: [(interface: String, changed: [(String, DBusValue)])], to destinations: [String]?) {
+    /// The announced properties of one interface (by index) that changed, by slot.
+    private struct Change {
+        let interface: Int
+        var slots: [Int] = []
+    }
+
+    /// Sends `changes` — one `PropertiesChanged` per interface, then the interface's
+    /// follow-up if one of its arguments is among them — to `destinations` (`nil`: everybody).
+    private func announce(_ changes: [Change], to destinations: [String]?) {
         guard destinations?.isEmpty != true else { return }
-        var names = Set<String>()
-        for (interface, changed) in changes {
-            let invalidated = self.interface(interface)!.table.properties.filter { $0.emits == .invalidates }.map(\.name)
+        for change in changes {
+            let interface = interfaces[change.interface]
+            let table = interface.table
+            let changed = change.slots.map { (table.properties[table.announcedIndices[$0]].name,
+                                              announced[change.interface][$0]) }
+            let invalidated = table.properties.filter { $0.emits == .invalidates }.map(\.name)
             tree.emit(path, StandardInterface.properties.name, "PropertiesChanged",
-                      [.string(interface), .vardict(changed), .strings(invalidated)], destinations)
-            if interface == followUp?.interface { for (name, _) in changed { names.insert(name) } }
-        }
-        if let followUp, !names.isDisjoint(with: followUp.properties) {
-            send(followUp.signal, interface: followUp.interface, followUp.values(), to: destinations)
+                      [.string(interface.name), .vardict(changed), .strings(invalidated)], destinations)
+            if let followUp = table.followUp, followUp.slots.contains(where: change.slots.contains) {
+                send(followUp.signal, interface: interface.name,
+                     followUp.slots.map { announced[change.interface][$0] }, to: destinations)
+            }
         }
     }
 
     /// Brings `peer`, which was last told `told` of this object, up to date: one
     /// `PropertiesChanged` per interface with every property that differs now, and the
-    /// follow-up if one of its properties differs.
+    /// follow-up if one of its arguments differs.
     func catchUp(_ peer: String, told: Fingerprint) {
-        var changes: [(interface: String, changed: [(String, DBusValue)])] = []
+        var changes: [Change] = []
         for (i, interface) in interfaces.enumerated() {
-            var changed: [(String, DBusValue)] = []
-            for (slot, index) in interface.table.announcedIndices.enumerated()
-            where told[i][slot] != announced[i][slot].hashValue {
-                changed.append((interface.table.properties[index].name, announced[i][slot]))
+            var change = Change(interface: i)
+            for slot in interface.table.announcedIndices.indices where told[i][slot] != announced[i][slot].hashValue {
+                change.slots.append(slot)
             }
-            if !changed.isEmpty { changes.append((interface.name, changed)) }
+            if !change.slots.isEmpty { changes.append(change) }
         }
         announce(changes, to: [peer])
     }

@@ -63,6 +63,21 @@ public struct Signal: Sendable, Hashable {
     }
 }
 
+/// A signal that follows `PropertiesChanged` whenever one of the properties that make up
+/// its arguments changed, carrying their current values: `StatusChanged(Status, Flags)`.
+/// So it is sent exactly once per change to a peer that reads, and once for all the changes
+/// a peer that fell behind missed, when its properties differ from what it was last told.
+public struct FollowUp: Sendable {
+    public let signal: Signal
+    /// The properties (of the same interface) whose values are the signal's arguments.
+    public let arguments: [String]
+
+    public init(_ signal: Signal, arguments: [String]) {
+        self.signal = signal
+        self.arguments = arguments
+    }
+}
+
 public struct Interface<Owner: AnyObject>: Sendable {
     public let name: String
     public let methods: [Method<Owner>]
@@ -75,7 +90,7 @@ public struct Interface<Owner: AnyObject>: Sendable {
 
     public init(
         _ name: String, methods: [Method<Owner>] = [], properties: [Property<Owner>] = [],
-        signals: [Signal] = [], introspection: String
+        signals: [Signal] = [], followUp: FollowUp? = nil, introspection: String
     ) {
         self.name = name
         self.methods = methods
@@ -83,7 +98,7 @@ public struct Interface<Owner: AnyObject>: Sendable {
         self.signals = signals
         self.introspection = introspection
         self.erased = ErasedInterface(name: name, methods: methods, properties: properties, signals: signals,
-                                      introspection: introspection)
+                                      followUp: followUp, introspection: introspection)
     }
 }
 

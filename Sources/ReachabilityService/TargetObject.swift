@@ -18,9 +18,7 @@ final class TargetObject {
     private(set) var lastChanged: UInt64 = 0
     /// Weak: the exported object holds this one (its interfaces are bound to it), and the
     /// connection holds the exported object while it is on the bus.
-    weak var exported: ExportedObject? {
-        didSet { exported?.followUp = followUp }
-    }
+    weak var exported: ExportedObject?
     /// `Refresh` calls waiting for a lookup that starts after they arrived.
     var waitingCalls: [MethodCall] = []
 
@@ -32,20 +30,13 @@ final class TargetObject {
     var state: TargetState { target.state }
 
     /// Announces what changed (the state was `old`): `PropertiesChanged`, and `StatusChanged`
-    /// after it when `Flags` or `Status` changed (the exported object's follow-up).
+    /// after it when `Flags` or `Status` changed (the interface's follow-up).
     func announce(from old: TargetState) {
         if state.flags != old.flags { lastChanged = RealtimeClock.microseconds() }
         exported?.propertiesChanged()
     }
 
-    /// `StatusChanged` follows a change of `Flags` or `Status` (the unknown state has no
-    /// flags of its own): to holders that read at once, to one that fell behind once it reads.
-    private var followUp: FollowUp {
-        FollowUp(Self.statusChanged, interface: Names.targetInterface,
-                 after: [Contract.Target.flags.name, Contract.Target.status.name]) { [unowned self] in
-            [.int32(state.status.rawValue), .uint32(state.exportedFlags.rawValue)]
-        }
-    }
+
 
     /// A fresh answer: the `Refresh` calls waiting for it get it.
     func answerWaitingCalls() {
@@ -98,6 +89,9 @@ final class TargetObject {
             Property(Contract.Target.lastChanged) { .uint64($0.lastChanged) },
         ],
         signals: [statusChanged],
+        // StatusChanged(i status, u flags) follows a change of either (the unknown state has no
+        // flags of its own): to holders that read at once, to one that fell behind once it reads.
+        followUp: FollowUp(statusChanged, arguments: [Contract.Target.status.name, Contract.Target.flags.name]),
         introspection: Names.contract[Names.targetInterface])
 }
 

@@ -20,7 +20,8 @@ struct WithheldTests {
     static let interface = Interface<Thing>(
         "org.example.Thing", methods: [],
         properties: [Property("Flags", "u") { .uint32($0.flags) }, Property("Name", "s") { .string($0.name) }],
-        signals: [changed, poked], introspection: "  <interface name=\"org.example.Thing\"/>")
+        signals: [changed, poked], followUp: FollowUp(changed, arguments: ["Flags"]),
+        introspection: "  <interface name=\"org.example.Thing\"/>")
 
     @LoopActor
     final class Listeners: ObjectAudience {
@@ -54,12 +55,8 @@ struct WithheldTests {
         }
 
         func export() -> ExportedObject {
-            let object = tree.export(at: WithheldTests.path, interfaces: [WithheldTests.interface.bound(to: thing)],
-                                     audience: audience)
-            object.followUp = FollowUp(WithheldTests.changed, interface: "org.example.Thing", after: ["Flags"]) {
-                [unowned self] in [.uint32(thing.flags)]
-            }
-            return object
+            tree.export(at: WithheldTests.path, interfaces: [WithheldTests.interface.bound(to: thing)],
+                        audience: audience)
         }
 
         func take(_ peer: String) -> [(String, [DBusValue])] {
@@ -176,8 +173,7 @@ struct WithheldTests {
         let f = Fixture()
         let others = (0..<10).map { ObjectPath(rawValue: "/org/example/t\($0)")! }
         for p in others {
-            let o = f.tree.export(at: p, interfaces: [WithheldTests.interface.bound(to: f.thing)], audience: f.audience)
-            o.followUp = f.object.followUp
+            f.tree.export(at: p, interfaces: [WithheldTests.interface.bound(to: f.thing)], audience: f.audience)
         }
         f.sent.removeAll()
         f.behind = [":1.2"]
