@@ -54,7 +54,10 @@ public struct ObjectPath: RawRepresentable, Hashable, Sendable, CustomStringConv
 
 /// One D-Bus value with its type. Containers carry their element signatures so
 /// that empty arrays and dictionaries still encode with the right type.
-public indirect enum DBusValue: Hashable, Sendable {
+///
+/// Only the containers are boxed (`indirect`): a scalar or a string is held inline, so the
+/// values every object keeps of its announced properties cost no allocation each.
+public enum DBusValue: Hashable, Sendable {
     case byte(UInt8)
     case boolean(Bool)
     case int16(Int16)
@@ -67,10 +70,10 @@ public indirect enum DBusValue: Hashable, Sendable {
     case string(String)
     case objectPath(ObjectPath)
     case signature(String)
-    case array(elementSignature: String, [DBusValue])
-    case dictionary(keySignature: String, valueSignature: String, [DictionaryEntry])
-    case structure([DBusValue])
-    case variant(DBusValue)
+    indirect case array(elementSignature: String, [DBusValue])
+    indirect case dictionary(keySignature: String, valueSignature: String, [DictionaryEntry])
+    indirect case structure([DBusValue])
+    indirect case variant(DBusValue)
 
     public struct DictionaryEntry: Hashable, Sendable {
         public var key: DBusValue
