@@ -5,14 +5,14 @@ import ReachabilityCore
 import ReachabilityRuntime
 
 // Apple's SCNetworkReachability API (SystemConfiguration.framework), with the
-// Swift signatures Apple's SDK imports it with, on the runtime the `Reachability`
-// and `NetworkPath` products share: the daemon when it is on the system bus, else
-// the same engine in this process. Behaviour follows configd's
+// Swift signatures Apple's SDK imports it with, on the runtime the
+// `ReachabilitydClient` and `NetworkPath` products share: the daemon when it is on
+// the system bus, else the same engine in this process. Behaviour follows configd's
 // `SCNetworkReachability.c`; every place where Linux differs is in the DocC
 // catalog (`SystemConfiguration.docc`, "Linux differences").
 
 /// `SCNetworkReachabilityFlags`, bit for bit as Apple's; the same type as the
-/// `Reachability` product's (a value of one is a value of the other).
+/// `ReachabilitydClient` product's (a value of one is a value of the other).
 public typealias SCNetworkReachabilityFlags = ReachabilityCore.ReachabilityFlags
 
 /// The function a reference calls with its flags: the reference, the flags, and

@@ -1,5 +1,5 @@
 import Dispatch
-import Reachability
+import ReachabilitydClient
 import Synchronization
 import XCTest
 

@@ -19,7 +19,7 @@ import ReachabilityRuntime
 ///
 /// Alamofire 5's public API is here complete, with its access levels (`open`
 /// where Alamofire's is), so code written against Alamofire's manager compiles
-/// with `import Reachability` in place of `import Alamofire`.
+/// with `import ReachabilitydClient` in place of `import Alamofire`.
 ///
 /// Nothing here blocks on the bus at creation: where the answers come from is
 /// chosen on the library's loop when first needed. The members Alamofire makes
