@@ -121,9 +121,10 @@ let package = Package(
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzChecks"]),
         .testTarget(name: "NetworkPathTests", dependencies: ["NetworkPath", "ReachabilityCore"]),
         // Alamofire's NetworkReachabilityManager API, used the way its own tests use it.
-        .testTarget(name: "AlamofireCompatibilityTests", dependencies: ["Reachability"]),
-        // Both libraries from a Swift 5 program: a listener or path handler that captures a
-        // mutable local compiles (`@preconcurrency`, as Alamofire's and Apple's).
+        .testTarget(name: "AlamofireCompatibilityTests", dependencies: ["ReachabilitydClient"]),
+        // The libraries from a Swift 5 program: a listener or path handler that captures a
+        // mutable local compiles (`@preconcurrency`, as Alamofire's and Apple's), and so does
+        // a global function as SystemConfiguration's callback (added below, on Linux).
         .testTarget(
             name: "Swift5ClientTests", dependencies: ["ReachabilitydClient", "NetworkPath"],
             swiftSettings: [.swiftLanguageMode(.v5)]),
@@ -143,4 +144,8 @@ package.targets += [
     // Code written for Apple's SystemConfiguration, the way Reachability.swift uses it.
     .testTarget(name: "SystemConfigurationTests", dependencies: ["SystemConfiguration", "ReachabilitydClient"]),
 ]
+// A Swift 5 program passes a global function as the callback, as to Apple's functions.
+for target in package.targets where target.name == "Swift5ClientTests" {
+    target.dependencies.append("SystemConfiguration")
+}
 #endif

@@ -17,8 +17,14 @@ public typealias SCNetworkReachabilityFlags = ReachabilityCore.ReachabilityFlags
 
 /// The function a reference calls with its flags: the reference, the flags, and
 /// the context's `info` (retained through the context's `retain` for the call).
-/// Apple's is a C function pointer; this is a Swift function, so the closures
-/// Apple code writes (which capture nothing) are accepted unchanged.
+///
+/// Apple's is `@convention(c)`, a C function pointer. Here it cannot be: the reference
+/// is a Swift class and the flags a Swift structure, neither of which a C function
+/// type may carry on Linux. It is a `@Sendable` Swift function, so the closures and
+/// global functions Apple code passes (which capture nothing) are accepted unchanged;
+/// `@preconcurrency`, so that in Swift 5 mode, where a global function is not yet
+/// known to be Sendable, passing one compiles without a warning, as with Apple's.
+@preconcurrency
 public typealias SCNetworkReachabilityCallBack =
     @Sendable (_ target: SCNetworkReachability, _ flags: SCNetworkReachabilityFlags, _ info: UnsafeMutableRawPointer?)
     -> Void
@@ -280,7 +286,7 @@ public final class SCNetworkReachability: Sendable, CustomStringConvertible {
             return (state.subscription != nil, state.callouts.flags, state.subscription)
         }
         if let known = scheduled.1 { return known }
-        let key = isName ? FeedKey.internet : self.key
+        let key = self.key.readWithoutLookup
         let choice = self.choice
         let answer = Runtime.wait { runtime, done in runtime.query(key, choice: choice) { done($0) } }
         let flags = (try? answer.get().flags ?? nil) ?? []
@@ -375,8 +381,9 @@ public func SCNetworkReachabilityGetFlags(
 
 /// Sets (or, with `nil`, clears) the callback and its context. The context's
 /// `retain` runs on its `info` now, the previous context's `release` on its own.
-/// After it returns, the previous callback no longer runs.
-@discardableResult
+/// After it returns, the previous callback no longer runs. `@preconcurrency`, as the
+/// callback's type: a Swift 5 program passes a global function without a warning.
+@preconcurrency @discardableResult
 public func SCNetworkReachabilitySetCallback(
     _ target: SCNetworkReachability, _ callout: SCNetworkReachabilityCallBack?,
     _ context: UnsafeMutablePointer<SCNetworkReachabilityContext>?
