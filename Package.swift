@@ -55,7 +55,9 @@ let package = Package(
         // The only module that calls libdbus, driven by the loop; the fairness rules it
         // applies to callers (queues, quotas, read receipts) are pure logic in ReachabilityCore.
         .target(name: "ReachabilityBus", dependencies: ["CDBus", "CGLib", "ReachabilityCore", "ReachabilityLoop"]),
-        // Network facts: libnm and rtnetlink. Knows nothing of D-Bus.
+        // Network facts: libnm, rtnetlink, and ModemManager's signal quality read over GIO's
+        // D-Bus (the one thing libnm does not carry). It does not link libdbus and exports
+        // nothing on the bus: that is ReachabilityBus and ReachabilityService.
         .target(
             name: "ReachabilityPlatform",
             dependencies: ["ReachabilityCore", "ReachabilityLoop", "CGLib", "CNetworkManager", "CNetlink"]),

@@ -2,7 +2,7 @@ import Dispatch
 import ReachabilityCore
 import ReachabilityRuntime
 
-/// Reachability of the internet or of one host or address, shaped like
+/// Reachability of the internet or of one host, address or address pair, shaped like
 /// Alamofire's `NetworkReachabilityManager`, for Swift programs on Linux.
 ///
 /// Answers come from `reachabilityd` when it is on the system bus (shared with
