@@ -7,8 +7,11 @@ let package = Package(
         .executable(name: "reachabilityd", targets: ["reachabilityd"]),
         .executable(name: "reachctl", targets: ["reachctl"]),
         // Alamofire-shaped reachability for Swift programs: the daemon when it
-        // runs, the same engine in-process when it does not.
-        .library(name: "Reachability", targets: ["Reachability"]),
+        // runs, the same engine in-process when it does not. Named after this
+        // package, so that it clashes with no other package's module (SwiftPM
+        // refuses a graph in which two packages declare one module name;
+        // Reachability.swift's module is `Reachability`).
+        .library(name: "ReachabilitydClient", targets: ["ReachabilitydClient"]),
         // Apple's Network-framework path monitoring (NWPathMonitor, NWPath) on the same facts.
         .library(name: "NetworkPath", targets: ["NetworkPath"]),
     ],
@@ -52,7 +55,9 @@ let package = Package(
         // The only module that calls libdbus, driven by the loop; the fairness rules it
         // applies to callers (queues, quotas, read receipts) are pure logic in ReachabilityCore.
         .target(name: "ReachabilityBus", dependencies: ["CDBus", "CGLib", "ReachabilityCore", "ReachabilityLoop"]),
-        // Network facts: libnm and rtnetlink. Knows nothing of D-Bus.
+        // Network facts: libnm, rtnetlink, and ModemManager's signal quality read over GIO's
+        // D-Bus (the one thing libnm does not carry). It does not link libdbus and exports
+        // nothing on the bus: that is ReachabilityBus and ReachabilityService.
         .target(
             name: "ReachabilityPlatform",
             dependencies: ["ReachabilityCore", "ReachabilityLoop", "CGLib", "CNetworkManager", "CNetlink"]),
@@ -81,14 +86,14 @@ let package = Package(
                            .product(name: "Logging", package: "swift-log")]),
         // Alamofire's NetworkReachabilityManager on the runtime, and the command-line client built on it.
         .target(
-            name: "Reachability",
+            name: "ReachabilitydClient",
             dependencies: ["ReachabilityRuntime", "ReachabilityCore", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "reachctl",
-            dependencies: ["Reachability", "ReachabilityCore",
+            dependencies: ["ReachabilitydClient", "ReachabilityCore",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // An application on the library (also driven by the integration tests).
-        .executableTarget(name: "reachability-example", dependencies: ["Reachability"]),
+        .executableTarget(name: "reachability-example", dependencies: ["ReachabilitydClient"]),
         // NWPathMonitor and friends, on the same runtime.
         .target(name: "NetworkPath", dependencies: ["ReachabilityRuntime", "ReachabilityCore"]),
         // Code written for Apple's Network framework, unchanged (driven by the integration tests).
@@ -109,20 +114,21 @@ let package = Package(
             ]),
         .testTarget(name: "ReachabilityServiceTests", dependencies: ["ReachabilityService", "ReachabilityBus"]),
         .testTarget(
-            name: "ReachabilityTests",
+            name: "ReachabilitydClientTests",
             dependencies: [
-                "Reachability", "ReachabilityRuntime", "ReachabilityBus", "ReachabilityCore", "ReachabilityLoop",
+                "ReachabilitydClient", "ReachabilityRuntime", "ReachabilityBus", "ReachabilityCore", "ReachabilityLoop",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzChecks"]),
         .testTarget(name: "NetworkPathTests", dependencies: ["NetworkPath", "ReachabilityCore"]),
         // Alamofire's NetworkReachabilityManager API, used the way its own tests use it.
-        .testTarget(name: "AlamofireCompatibilityTests", dependencies: ["Reachability"]),
-        // Both libraries from a Swift 5 program: a listener or path handler that captures a
-        // mutable local compiles (`@preconcurrency`, as Alamofire's and Apple's).
+        .testTarget(name: "AlamofireCompatibilityTests", dependencies: ["ReachabilitydClient"]),
+        // The libraries from a Swift 5 program: a listener or path handler that captures a
+        // mutable local compiles (`@preconcurrency`, as Alamofire's and Apple's), and so does
+        // a global function as SystemConfiguration's callback (added below, on Linux).
         .testTarget(
-            name: "Swift5ClientTests", dependencies: ["Reachability", "NetworkPath"],
+            name: "Swift5ClientTests", dependencies: ["ReachabilitydClient", "NetworkPath"],
             swiftSettings: [.swiftLanguageMode(.v5)]),
     ],
     swiftLanguageModes: [.v6]
@@ -138,6 +144,10 @@ package.targets += [
     // Apple's Reachability sample in Swift, unchanged (driven by the integration tests).
     .executableTarget(name: "system-configuration-example", dependencies: ["SystemConfiguration"]),
     // Code written for Apple's SystemConfiguration, the way Reachability.swift uses it.
-    .testTarget(name: "SystemConfigurationTests", dependencies: ["SystemConfiguration", "Reachability"]),
+    .testTarget(name: "SystemConfigurationTests", dependencies: ["SystemConfiguration", "ReachabilitydClient"]),
 ]
+// A Swift 5 program passes a global function as the callback, as to Apple's functions.
+for target in package.targets where target.name == "Swift5ClientTests" {
+    target.dependencies.append("SystemConfiguration")
+}
 #endif

@@ -200,7 +200,7 @@ extension Engine {
         }
     }
 
-    /// A host or address target: every address evaluated, the best-ranked one
+    /// A host, address or address-pair target: every address evaluated, the best-ranked one
     /// decides (ties: resolver order), as in Apple's implementation.
     public static func evaluateAddresses(_ routes: [AddressRoute], facts: NetworkFacts) -> TargetState {
         guard facts.backend != .none else {

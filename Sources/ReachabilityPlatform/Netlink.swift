@@ -3,14 +3,16 @@ import Glibc
 import ReachabilityCore
 import ReachabilityLoop
 
-/// rtnetlink, the kernel's routing interface. Every netlink syscall of the
-/// project goes through this file, and through `Syscall`.
+/// rtnetlink, the kernel's routing interface: requests here, links in
+/// `Netlink+Links.swift`, route lookups in `Netlink+RouteGet.swift`; the event
+/// socket is `NetlinkMonitor`. Every netlink syscall of the project is in these
+/// files, and goes through `Syscall`.
 @LoopActor
 public final class Netlink {
     let fd: Int32
     var sequence: UInt32 = 0
     /// Kernel-only interface facts (sysfs reads) cached per index and name.
-    private var kernelTypes: [String: (InterfaceType, Bool)] = [:]
+    var kernelTypes: [String: (InterfaceType, Bool)] = [:]
 
     /// Opens a request socket. Wraps `socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE)`.
     public init() throws(NetlinkError) {
@@ -98,79 +100,6 @@ public final class Netlink {
     nonisolated static func string(_ bytes: [UInt8]?) -> String? {
         guard let bytes else { return nil }
         return String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-    }
-
-    // MARK: Links
-
-    /// Every link, by index (`RTM_GETLINK` dump).
-    public func links() throws(NetlinkError) -> [Int32: LinkFact] {
-        var payload = ifinfomsg()
-        payload.ifi_family = UInt8(AF_UNSPEC)
-        let answer = try request(type: UInt16(RTM_GETLINK), flags: NLM_F_DUMP,
-                                 payload: withUnsafeBytes(of: payload) { Array($0) })
-        var links: [Int32: LinkFact] = [:]
-        for (type, body) in answer where type == RTM_NEWLINK {
-            guard let link = parseLink(body) else { continue }
-            links[link.index] = link
-        }
-        return links
-    }
-
-    func parseLink(_ body: [UInt8]) -> LinkFact? {
-        let size = MemoryLayout<ifinfomsg>.size
-        guard body.count >= size else { return nil }
-        let info = body.withUnsafeBytes { $0.loadUnaligned(as: ifinfomsg.self) }
-        let attrs = Self.attributes(body, from: size)
-        guard let name = Self.string(attrs[UInt16(IFLA_IFNAME)]) else { return nil }
-        let kind = attrs[UInt16(IFLA_LINKINFO)].flatMap {
-            Self.string(Self.attributes($0, from: 0)[UInt16(IFLA_INFO_KIND)])
-        }
-        let operState: LinkFact.OperState =
-            switch attrs[UInt16(IFLA_OPERSTATE)]?.first.map(Int32.init) {
-            case Int32(REACH_IF_OPER_UP): .up
-            case Int32(REACH_IF_OPER_UNKNOWN), nil: .unknown
-            default: .down
-            }
-        let (type, tunnel) = kernelType(name: name, arphrd: info.ifi_type, kind: kind, flags: info.ifi_flags)
-        return LinkFact(
-            index: info.ifi_index, name: name,
-            isUp: info.ifi_flags & UInt32(IFF_UP) != 0,
-            hasCarrier: info.ifi_flags & reach_iff_lower_up() != 0,
-            operState: operState, kernelType: type, isTunnel: tunnel,
-            isPointToPoint: info.ifi_flags & UInt32(IFF_POINTOPOINT) != 0)
-    }
-
-    /// The type the kernel tells: ARPHRD, the link kind, and sysfs `DEVTYPE` / `wireless`.
-    private func kernelType(name: String, arphrd: UInt16, kind: String?, flags: UInt32) -> (InterfaceType, Bool) {
-        let key = "\(name)/\(arphrd)/\(kind ?? "")"
-        if let cached = kernelTypes[key] { return cached }
-        let tunnelKinds: Set<String> = ["tun", "wireguard", "ppp", "gre", "gretap", "ipip", "sit", "ip6tnl", "vti", "vti6"]
-        var result: (InterfaceType, Bool)
-        switch Int32(arphrd) {
-        case ARPHRD_LOOPBACK:
-            result = (.loopback, false)
-        case ARPHRD_ETHER:
-            let devtype = Sysfs.devtype(name)
-            if devtype == "wlan" || Sysfs.isWireless(name) {
-                result = (.wifi, false)
-            } else if devtype == "wwan" {
-                result = (.wwan, false)
-            } else if devtype == "bluetooth" {
-                result = (.bluetooth, false)
-            } else {
-                result = (.ethernet, kind.map(tunnelKinds.contains) ?? false)
-            }
-        case ARPHRD_PPP, ARPHRD_NONE, ARPHRD_TUNNEL, ARPHRD_TUNNEL6, ARPHRD_IPGRE, ARPHRD_SIT:
-            let devtype = Sysfs.devtype(name)
-            result = devtype == "wwan" ? (.wwan, false) : (.other, true)
-        case ARPHRD_IEEE80211, ARPHRD_IEEE80211_RADIOTAP:
-            result = (.wifi, false)
-        default:
-            result = (.other, flags & UInt32(IFF_POINTOPOINT) != 0)
-        }
-        if kernelTypes.count > 4096 { kernelTypes.removeAll() }
-        kernelTypes[key] = result
-        return result
     }
 
     // MARK: Routes
@@ -264,165 +193,8 @@ public final class Netlink {
     }
 }
 
-/// Listens to the kernel's link, address, route, rule, next-hop, neighbour and
-/// device-configuration multicast groups, reports that something changed, and
-/// says which cached route answers the events may have made stale
-/// (`StalenessClassifier`, whose table lists every event and why). The facts
-/// themselves are re-read once per coalesced evaluation.
-@LoopActor
-public final class NetlinkMonitor {
-    private let fd: Int32
-    private var source: SourceHandle?
-    /// Where events are read into; kept, since every evaluation reads the socket once more.
-    private var receiveBuffer = [UInt8](repeating: 0, count: 32768)
-    /// What each event makes stale.
-    public private(set) var classifier = StalenessClassifier()
-    /// The socket's receive buffer asked for: 4 MiB.
-    static let receiveBufferSize: Int32 = 4 << 20
-
-    /// Binds to the groups. Wraps `bind(2)` on an `AF_NETLINK` socket.
-    public init(onChange: @escaping (RouteInvalidation) -> Void) throws(NetlinkError) {
-        fd = try Syscall.netlink("socket") {
-            socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
-                   NETLINK_ROUTE)
-        }
-        var address = sockaddr_nl()
-        address.nl_family = sa_family_t(AF_NETLINK)
-        address.nl_groups = reach_rtmgrp_all()
-        let socketFD = fd
-        // Room for a burst (a neighbour table filling, a thousand routes): events that do not
-        // fit are lost, and losing them costs an evaluation of everything. Beyond `rmem_max`
-        // only with CAP_NET_ADMIN (`SO_RCVBUFFORCE`); otherwise as much as the system allows.
-        var size: Int32 = Self.receiveBufferSize
-        let length = socklen_t(MemoryLayout<Int32>.size)
-        if setsockopt(socketFD, SOL_SOCKET, SO_RCVBUFFORCE, &size, length) != 0 {
-            _ = setsockopt(socketFD, SOL_SOCKET, SO_RCVBUF, &size, length)
-        }
-        do {
-            _ = try Syscall.netlink("bind") {
-                withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
-                    }
-                }
-            }
-        } catch {
-            close(socketFD)
-            throw error
-        }
-        source = Sources.readable(fd: socketFD) { [unowned self] in
-            if let invalidation = self.readQueued() { onChange(invalidation) }
-            return true
-        }
-    }
-
-    /// Reads every event the kernel has queued on the socket; `nil` when there was none
-    /// that can move an answer. Also called right before an evaluation, so that a change
-    /// the kernel made before it counts in it (its route lookups would see the change,
-    /// its cache would not).
-    public func readQueued() -> RouteInvalidation? {
-        var sawSomething = false
-        var invalidation = RouteInvalidation()
-        reading: while true {
-            switch Syscall.call({
-                receiveBuffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            }) {
-            case .success(let n) where n > 0:
-                for (header, body) in Netlink.messages(in: receiveBuffer[0..<n]) {
-                    let event = Self.event(header.nlmsg_type, body)
-                    let stale = classifier.classify(event)
-                    // Neighbours of addresses that are no followed gateway, other device settings:
-                    // read, and nothing more (no evaluation is scheduled for them).
-                    guard !stale.isEmpty || event.changesFacts else { continue }
-                    sawSomething = true
-                    invalidation.formUnion(stale)
-                }
-            case .failure(.noBufferSpace):
-                // The kernel dropped events; forget every cached answer.
-                Log.debug("kernel events were lost (ENOBUFS): every answer is asked again")
-                sawSomething = true
-                invalidation.formUnion(classifier.classify(.lost))
-            default:
-                break reading
-            }
-        }
-        return sawSomething ? invalidation : nil
-    }
-
-    /// Takes the links' state from a dump made after the socket was bound, so that a
-    /// link's first event is compared with it instead of being taken as "everything
-    /// about this link changed".
-    public func seed(_ links: [Int32: LinkFact]) {
-        classifier.seed(links: links.values.map { ($0.index, $0.isUp, $0.hasCarrier) })
-    }
-
-    /// Follows the neighbour state of these gateways (those of the cached answers).
-    public func follow(gateways: Set<String>) {
-        classifier.follow(gateways: gateways)
-    }
-
-    /// One rtnetlink message as the classifier's event.
-    nonisolated static func event(_ type: UInt16, _ body: [UInt8]) -> KernelEvent {
-        switch Int32(type) {
-        case Int32(RTM_NEWLINK), Int32(RTM_DELLINK):
-            guard body.count >= MemoryLayout<ifinfomsg>.size else { return .lost }
-            let info = body.withUnsafeBytes { $0.loadUnaligned(as: ifinfomsg.self) }
-            if Int32(type) == Int32(RTM_DELLINK) { return .linkRemoved(index: info.ifi_index) }
-            return .link(index: info.ifi_index, isUp: info.ifi_flags & UInt32(IFF_UP) != 0,
-                         hasCarrier: info.ifi_flags & reach_iff_lower_up() != 0)
-        case Int32(RTM_NEWNEIGH), Int32(RTM_DELNEIGH):
-            guard body.count >= MemoryLayout<ndmsg>.size else { return .other }
-            let message = body.withUnsafeBytes { $0.loadUnaligned(as: ndmsg.self) }
-            guard let destination = Netlink.attributes(body, from: MemoryLayout<ndmsg>.size)[UInt16(NDA_DST)],
-                let address = Netlink.addressText(destination)
-            else { return .other }
-            let state = Int32(type) == Int32(RTM_DELNEIGH) ? NeighbourState.absent : NeighbourState(nud: message.ndm_state)
-            return .neighbour(address: address, state: state)
-        case Int32(RTM_NEWNETCONF), Int32(RTM_DELNETCONF):
-            // struct netconfmsg { u8 ncm_family; }, then attributes from NLMSG_ALIGN(1).
-            let attrs = Netlink.attributes(body, from: 4)
-            return .deviceConfiguration(ignoresLinkdownRoutes: attrs[UInt16(NETCONFA_IGNORE_ROUTES_WITH_LINKDOWN)] != nil)
-        case Int32(RTM_NEWROUTE), Int32(RTM_DELROUTE), Int32(RTM_NEWADDR), Int32(RTM_DELADDR),
-            Int32(RTM_NEWRULE), Int32(RTM_DELRULE), Int32(RTM_NEWNEXTHOP), Int32(RTM_DELNEXTHOP):
-            return .routing
-        default:
-            return .other
-        }
-    }
-
-    isolated deinit {
-        source?.cancel()
-        close(fd)
-    }
-}
-
 public struct NetlinkError: Error, CustomStringConvertible {
     public let operation: String
     public let errno: Int32
     public var description: String { "netlink \(operation): \(Errno(rawValue: errno))" }
-}
-
-/// `/sys/class/net/IF/…` reads for the interface type.
-enum Sysfs {
-    /// A file's text (a file of `/sys` or `/proc`, or with `limit`, up to that many bytes).
-    static func read(_ path: String, limit: Int? = nil) -> String? { Syscall.readFile(path, limit: limit ?? 4096) }
-
-    static func isSafeName(_ name: String) -> Bool {
-        !name.isEmpty && name != "." && name != ".." && !name.contains("/")
-    }
-
-    /// `DEVTYPE=` from `/sys/class/net/IF/uevent`.
-    static func devtype(_ name: String) -> String? {
-        guard isSafeName(name), let uevent = read("/sys/class/net/\(name)/uevent") else { return nil }
-        for line in uevent.split(separator: "\n") where line.hasPrefix("DEVTYPE=") {
-            return String(line.dropFirst("DEVTYPE=".count))
-        }
-        return nil
-    }
-
-    /// `/sys/class/net/IF/wireless` exists.
-    static func isWireless(_ name: String) -> Bool {
-        guard isSafeName(name) else { return false }
-        return access("/sys/class/net/\(name)/wireless", F_OK) == 0
-    }
 }

@@ -1,9 +1,9 @@
 import ReachabilityCore
 
 /// What a caller asked to watch, validated and normalised: a host name
-/// (normalised ASCII) or an address literal. The daemon and the client library
-/// parse with these two functions, so both accept and reject the same input
-/// with the same messages.
+/// (normalised ASCII), an address literal, or an address pair. The daemon and
+/// the client library parse with these functions, so both accept and reject the
+/// same input with the same messages.
 public enum TargetInput: Hashable, Sendable {
     case host(String)
     case address(IPAddress)

@@ -64,7 +64,8 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// What a watch is keyed by: the internet or a normalised host or address.
+/// What a watch is keyed by: the internet, a normalised host, address or address pair, or
+/// a name no lookup can succeed for.
 package enum FeedKey: Hashable, Sendable {
     case internet
     case input(TargetInput)

@@ -21,6 +21,15 @@ extension sockaddr {
         }
         set {}
     }
+
+    /// Apple's memberwise initialiser, with BSD's length byte first (ignored: on Linux
+    /// the length is implicit).
+    public init(
+        sa_len: UInt8, sa_family: sa_family_t,
+        sa_data: (CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar)
+    ) {
+        self.init(sa_family: sa_family, sa_data: sa_data)
+    }
 }
 
 extension sockaddr_in {
@@ -29,6 +38,16 @@ extension sockaddr_in {
         get { UInt8(MemoryLayout<sockaddr_in>.size) }
         set {}
     }
+
+    /// Apple's memberwise initialiser, with BSD's length byte first (ignored: on Linux
+    /// the length is implicit): `sockaddr_in(sin_len: 0, sin_family: 0, sin_port: 0,
+    /// sin_addr: in_addr(s_addr: 0), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))`.
+    public init(
+        sin_len: UInt8, sin_family: sa_family_t, sin_port: in_port_t, sin_addr: in_addr,
+        sin_zero: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)
+    ) {
+        self.init(sin_family: sin_family, sin_port: sin_port, sin_addr: sin_addr, sin_zero: sin_zero)
+    }
 }
 
 extension sockaddr_in6 {
@@ -36,6 +55,17 @@ extension sockaddr_in6 {
     public var sin6_len: UInt8 {
         get { UInt8(MemoryLayout<sockaddr_in6>.size) }
         set {}
+    }
+
+    /// Apple's memberwise initialiser, with BSD's length byte first (ignored: on Linux
+    /// the length is implicit).
+    public init(
+        sin6_len: UInt8, sin6_family: sa_family_t, sin6_port: in_port_t, sin6_flowinfo: UInt32,
+        sin6_addr: in6_addr, sin6_scope_id: UInt32
+    ) {
+        self.init(
+            sin6_family: sin6_family, sin6_port: sin6_port, sin6_flowinfo: sin6_flowinfo, sin6_addr: sin6_addr,
+            sin6_scope_id: sin6_scope_id)
     }
 }
 

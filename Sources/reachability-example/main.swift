@@ -1,4 +1,4 @@
-// A small program on the Reachability library, as an application would use it:
+// A small program on the ReachabilitydClient library, as an application would use it:
 // a listener on a queue, stopped and restarted on request. The integration
 // tests drive it through standard input; it is also a runnable example.
 //
@@ -13,7 +13,7 @@
 // "churned N".
 import Dispatch
 import Foundation
-import Reachability
+import ReachabilitydClient
 
 func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
 

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Glibc
-import Reachability
+import ReachabilitydClient
 
 /// `reachctl doctor`: whether the installed service works, and if not, why.
 struct Doctor: AsyncParsableCommand {

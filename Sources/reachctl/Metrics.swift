@@ -1,6 +1,6 @@
 import ArgumentParser
 import Glibc
-import Reachability
+import ReachabilitydClient
 
 /// `reachctl metrics`: the daemon's metrics in the Prometheus text format, printed
 /// once, or kept in a file for node_exporter's textfile collector.

@@ -1,4 +1,4 @@
-import Reachability
+import ReachabilitydClient
 import ReachabilityCore
 
 /// What people type where a TARGET goes, beyond host names and addresses, and

@@ -1,4 +1,4 @@
-"""reachctl and the Reachability library, run as programs against the daemon
+"""reachctl and the ReachabilitydClient library, run as programs against the daemon
 in the real-NetworkManager lab, and in-process (with NetworkManager through
 libnm, and with no bus at all).
 

@@ -277,6 +277,11 @@ class KernelLab(harness.Lab):
         # no address event comes later by itself.
         for key in ("net.ipv6.conf.all.accept_dad", "net.ipv6.conf.default.accept_dad"):
             self.namespaces.sysctl(self.ns_a, key, "0")
+        # The multipath hash's seed is random per boot (0: the kernel's own); a test's expectation
+        # must hold whatever it is. REACH_TEST_MULTIPATH_SEED sets it in A, as another boot would.
+        seed = os.environ.get("REACH_TEST_MULTIPATH_SEED")
+        if seed:
+            self.namespaces.sysctl(self.ns_a, "net.ipv4.fib_multipath_hash_seed", seed)
         self.add_uplink(UPLINK, UPLINK_PEER, UPLINK_V4, GATEWAY_V4, peer_up=carrier)
         self.ip_a("route", "add", "default", "via", GATEWAY_V4, "dev", UPLINK, "metric", UPLINK_METRIC)
         self.wait_operstate(UPLINK, "UP" if carrier else "DOWN")

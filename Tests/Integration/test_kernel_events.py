@@ -104,10 +104,12 @@ def test_ipv6_default_route_that_expires(online):
 
 def test_next_hop_group_member_loses_carrier(online):
     """A default route (metric 10) through a next-hop group of kveth0's and kveth1's gateways,
-    weighted so that every destination hashes to kveth1. kveth1 loses carrier: the kernel flushes
-    its next hop from the group without a next-hop or route event and routes everything through
-    kveth0 -- reachable through kveth0, no StatusChanged. Carrier back: the flushed next hop does
-    not come back, the answer stays kveth0."""
+    weighted 1:255, so that the destinations hash to one member (kveth1, but for 1 seed in 100 or
+    so of ``net.ipv4.fib_multipath_hash_seed``, random per boot: the member is the one the kernel's
+    own lookups choose). That member loses carrier: the kernel flushes its next hop from the group
+    without a next-hop or route event and routes everything through the other -- reachable
+    through the other, no StatusChanged. Carrier back: the flushed next hop does not come back,
+    the answer stays the other."""
     lab, recorder = online.lab, online.recorder
     second_uplink(lab)
     lab.ip_a("nexthop", "add", "id", "1", "via", GATEWAY_V4, "dev", UPLINK)
@@ -115,20 +117,24 @@ def test_next_hop_group_member_loses_carrier(online):
     lab.ip_a("nexthop", "add", "id", "3", "group", "1,1/2,255")
     mark = recorder.mark()
     lab.ip_a("route", "add", "default", "nhid", "3", "metric", "10")
-    recorder.wait_props(dict(KERNEL_CONNECTED, Interface=SECOND), "kveth1, where the group hashes", mark=mark)
-    assert kernel_interfaces(lab) == [SECOND] * 3, kernel_interfaces(lab)
+    used = kernel_choice(lab)
+    other, peer = (UPLINK, SECOND_PEER) if used == SECOND else (SECOND, UPLINK_PEER)
+    recorder.wait_props(dict(KERNEL_CONNECTED, Interface=used), f"{used}, where the group hashes", mark=mark)
+    assert kernel_interfaces(lab).count(used) >= 2, kernel_interfaces(lab)
 
-    lab.set_peer(SECOND_PEER, False)
-    recorder.wait_props(KERNEL_CONNECTED, "kveth0 once kveth1's next hop is flushed", mark=mark)
-    assert kernel_interfaces(lab) == [UPLINK] * 3, kernel_interfaces(lab)
+    lab.set_peer(peer, False)
+    recorder.wait_props(dict(KERNEL_CONNECTED, Interface=other), f"{other} once {used}'s next hop is flushed",
+                        mark=mark)
+    assert kernel_interfaces(lab) == [other] * 3, kernel_interfaces(lab)
 
-    lab.set_peer(SECOND_PEER, True)
-    lab.wait_operstate(SECOND, "UP")
+    lab.set_peer(peer, True)
+    lab.wait_operstate(used, "UP")
     online.sync()
-    assert kernel_interfaces(lab) == [UPLINK] * 3, kernel_interfaces(lab)
-    assert recorder.props["Interface"] == UPLINK, recorder.describe(mark)
+    assert kernel_interfaces(lab) == [other] * 3, kernel_interfaces(lab)
+    assert recorder.props["Interface"] == other, recorder.describe(mark)
     assert recorder.status_changes(mark) == [], recorder.describe(mark)
-    assert interfaces_announced(recorder, mark) == [SECOND, UPLINK], recorder.describe(mark)
+    expected = [used, other] if used != UPLINK else [other]
+    assert interfaces_announced(recorder, mark) == expected, recorder.describe(mark)
     recorder.assert_announced(mark)
 
 
@@ -337,33 +343,45 @@ def test_multipath_gives_each_link_its_own_gateway(online):
 
 
 def test_target_and_path_agree_per_family(online):
-    """Two equal uplinks (a multipath default route): kveth1 loses carrier. The internet target
-    and the Path object give one answer per family: IPv4 reachable, through kveth0, on both. Then
-    IPv6 with an ``unreachable`` default route in main and a rule after main that sends IPv6 to a
-    table with a default route via kveth1: the kernel answers unreachable, and no link is usable
-    over IPv6 on the path object either."""
+    """Two equal uplinks (a multipath default route): the one the kernel sends fewer of the
+    internet destinations through loses carrier. The internet target and the Path object give one
+    answer per family: IPv4 reachable, through the other, on both. Then IPv6 with an
+    ``unreachable`` default route in main and a rule after main that sends IPv6 to a table with a
+    default route via kveth1: the kernel answers unreachable, and no link is usable over IPv6 on
+    the path object either.
+
+    Which member a destination takes is the kernel's hash of the addresses with a seed that is
+    random per boot (``net.ipv4.fib_multipath_hash_seed``), and a member without carrier keeps its
+    share: so the member that keeps carrier is the one the kernel's own lookups choose, whatever
+    the seed (``REACH_TEST_MULTIPATH_SEED`` sets it, as another boot would)."""
     lab, recorder = online.lab, online.recorder
     second_uplink(lab)
     ipv6_uplinks(lab, second=True)
     path = path_interfaces(lab)
+    peers = {UPLINK: UPLINK_PEER, SECOND: SECOND_PEER}
     try:
         mark = recorder.mark()
         lab.ip_a("route", "replace", "default", "metric", UPLINK_METRIC, "nexthop", "via", GATEWAY_V4, "dev", UPLINK,
                  "nexthop", "via", SECOND_GATEWAY_V4, "dev", SECOND)
-        lab.set_peer(SECOND_PEER, False)
-        lab.wait_operstate(SECOND, "DOWN")
+        live = kernel_choice(lab)
+        dead = SECOND if live == UPLINK else UPLINK
+        lab.set_peer(peers[dead], False)
+        lab.wait_operstate(dead, "DOWN")
+        assert kernel_interfaces(lab).count(live) >= 2, kernel_interfaces(lab)
 
         def agree():
             supports_v4 = any(v4 for v4, _, _ in by_name(path).values())
             return supports_v4 == recorder.props["ReachableIPv4"]
         path.wait(lambda _: agree() and recorder.props["ReachableIPv4"], "IPv4 reachable on both objects")
-        assert not by_name(path)[SECOND][0], by_name(path)
+        assert not by_name(path)[dead][0], by_name(path)
+        assert by_name(path)[live][0], by_name(path)
+        assert recorder.props["Interface"] == live, (kernel_interfaces(lab), recorder.describe(mark))
 
         lab.ip_a("-6", "route", "add", "unreachable", "default")
         lab.ip_a("-6", "route", "add", "default", "via", SECOND_GATEWAY_V6, "dev", SECOND, "table", "200")
         lab.ip_a("-6", "rule", "add", "pref", "40000", "lookup", "200")
-        lab.set_peer(SECOND_PEER, True)
-        lab.wait_operstate(SECOND, "UP")
+        lab.set_peer(peers[dead], True)
+        lab.wait_operstate(dead, "UP")
         online.sync()
         path.barrier()
         assert "unreachable" in route_get(lab, INTERNET_V6[0]) or "RTNETLINK" in route_get(lab, INTERNET_V6[0])

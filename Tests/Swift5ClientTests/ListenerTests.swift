@@ -1,4 +1,4 @@
-import Reachability
+import ReachabilitydClient
 import XCTest
 
 // Swift 5 language mode, as most programs using Alamofire still are: the

@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import Glibc
 import Synchronization
-import Reachability
+import ReachabilitydClient
 import SystemConfiguration
 import XCTest
 
@@ -356,10 +356,11 @@ private final class Probe: Sendable {
 
 final class SharedTypesTests: XCTestCase {
     /// One flags type for both products: a value of one is a value of the other.
-    func testTheFlagsAreTheReachabilityProductsFlags() {
-        let fromManager: Reachability.SCNetworkReachabilityFlags = [.reachable, .isWWAN]
+    func testTheFlagsAreTheClientProductsFlags() {
+        let fromManager: ReachabilitydClient.SCNetworkReachabilityFlags = [.reachable, .isWWAN]
         let here: SystemConfiguration.SCNetworkReachabilityFlags = fromManager
-        XCTAssertEqual(Reachability.NetworkReachabilityManager.NetworkReachabilityStatus(here), .reachable(.cellular))
+        XCTAssertEqual(
+            ReachabilitydClient.NetworkReachabilityManager.NetworkReachabilityStatus(here), .reachable(.cellular))
         XCTAssertEqual(SCNetworkReachabilityFlags.connectionAutomatic, .connectionOnTraffic)
     }
 

@@ -4,11 +4,11 @@
 // Tests/Integration/test_system_configuration.py builds and runs it.
 //
 // SwiftPM refuses a graph in which two packages declare a module of one name,
-// whether or not a product anyone uses contains it. reachabilityd's own
-// `Reachability` module (Alamofire's manager) is in its graph, so this package
-// renames it in its own graph with a module alias; that product is then built but
-// never imported. reachabilityd is found at REACHABILITYD_CHECKOUT, a path whose
-// last component is `reachabilityd` (the package's identity).
+// whether or not a product anyone uses contains it. No module of reachabilityd
+// bears the name of a well-known package's module, so this package depends on it
+// as on any other: no module alias. reachabilityd is found at
+// REACHABILITYD_CHECKOUT, a path whose last component is `reachabilityd` (the
+// package's identity).
 import PackageDescription
 
 let checkout = Context.environment["REACHABILITYD_CHECKOUT"] ?? "../../../../reachabilityd"
@@ -19,11 +19,7 @@ let package = Package(
     targets: [
         .target(
             name: "Reachability",
-            dependencies: [
-                .product(name: "SystemConfiguration", package: "reachabilityd"),
-                .product(name: "Reachability", package: "reachabilityd",
-                         moduleAliases: ["Reachability": "ReachabilitydReachability"]),
-            ]),
+            dependencies: [.product(name: "SystemConfiguration", package: "reachabilityd")]),
         .executableTarget(name: "own-reachability", dependencies: ["Reachability"]),
     ],
     swiftLanguageModes: [.v6]

@@ -2,7 +2,7 @@ import Dispatch
 import ReachabilityCore
 import ReachabilityRuntime
 
-/// Reachability of the internet or of one host or address, shaped like
+/// Reachability of the internet or of one host, address or address pair, shaped like
 /// Alamofire's `NetworkReachabilityManager`, for Swift programs on Linux.
 ///
 /// Answers come from `reachabilityd` when it is on the system bus (shared with
@@ -19,7 +19,7 @@ import ReachabilityRuntime
 ///
 /// Alamofire 5's public API is here complete, with its access levels (`open`
 /// where Alamofire's is), so code written against Alamofire's manager compiles
-/// with `import Reachability` in place of `import Alamofire`.
+/// with `import ReachabilitydClient` in place of `import Alamofire`.
 ///
 /// Nothing here blocks on the bus at creation: where the answers come from is
 /// chosen on the library's loop when first needed. The members Alamofire makes
@@ -111,7 +111,8 @@ open class NetworkReachabilityManager: @unchecked Sendable {
     /// Watches `name` as Apple's `SCNetworkReachabilityCreateWithName` takes it:
     /// any string but the empty one (`nil`). A host name or address literal is
     /// watched as `init(target:mode:)` watches it; a string that is neither (a URL
-    /// such as `"https://example.com"`) is not reachable, and `state.error` says
+    /// such as `"https://example.com"`) is not reachable once listening (before, it
+    /// reads as the internet, as any name does: see `flags`), and `state.error` says
     /// why. Such a string is answered here, never sent to the daemon.
     public init?(name: String, mode: ReachabilityMode? = nil) {
         let target = ReachabilityTarget(name)
@@ -153,9 +154,15 @@ open class NetworkReachabilityManager: @unchecked Sendable {
 
     /// The full current state: the latest one while listening, else a fresh
     /// answer (which, for a host name not watched by anyone, waits for its lookup).
+    /// Not Alamofire's: `flags` and `status` read without a lookup, as Alamofire's do.
     public var state: ReachabilityState {
         if let latest = listening.withLock({ $0?.latest }) { return latest }
-        let (key, choice) = (self.key, self.choice)
+        return fresh(key)
+    }
+
+    /// A fresh answer for `key`; `.unknown` (and `lastError` set) when none can come.
+    private func fresh(_ key: FeedKey) -> ReachabilityState {
+        let choice = self.choice
         let result = Runtime.wait { runtime, done in runtime.query(key, choice: choice) { done($0) } }
         switch result {
         case .success(let state): return state
@@ -171,11 +178,17 @@ open class NetworkReachabilityManager: @unchecked Sendable {
         return try await Runtime.answer { runtime, done in runtime.query(key, choice: choice) { done($0) } }.get()
     }
 
-    /// The flags; `nil` while nothing is known.
-    open var flags: SCNetworkReachabilityFlags? { state.flags }
+    /// The flags, as Alamofire's reads them from Apple's `SCNetworkReachabilityGetFlags`:
+    /// while listening, the latest answer; before one has come, or when not listening, a
+    /// fresh one, for a host name without a lookup (the internet's, as Apple's: a name
+    /// is looked up only once listening). `nil` while nothing is known.
+    open var flags: SCNetworkReachabilityFlags? {
+        if let latest = listening.withLock({ $0?.latest }) { return latest.flags }
+        return fresh(key.readWithoutLookup).flags
+    }
 
-    /// The status (Alamofire's).
-    open var status: NetworkReachabilityStatus { NetworkReachabilityStatus(state.status) }
+    /// The status of `flags`, by Alamofire's rule (`.unknown` while nothing is known).
+    open var status: NetworkReachabilityStatus { flags.map(NetworkReachabilityStatus.init) ?? .unknown }
 
     /// Reachable at all, over cellular or otherwise.
     open var isReachable: Bool { isReachableOnCellular || isReachableOnEthernetOrWiFi }

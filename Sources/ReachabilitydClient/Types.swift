@@ -22,7 +22,7 @@ public typealias Connectivity = ReachabilityCore.Connectivity
 /// connectivity, metered, VPN, per-family reachability, addresses, error.
 /// `flags` is `nil` while nothing is known yet.
 public typealias ReachabilityState = ReachabilityCore.TargetState
-/// What to watch: the internet, a host name or an address literal.
+/// What to watch: the internet, a host name, an address literal or an address pair.
 public typealias ReachabilityTarget = ReachabilityRuntime.ReachabilityTarget
 /// Where answers come from: the daemon, or the same engine in-process.
 public typealias ReachabilityMode = ReachabilityRuntime.ReachabilityMode

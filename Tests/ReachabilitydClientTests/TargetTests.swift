@@ -1,5 +1,5 @@
 import Testing
-import Reachability
+import ReachabilitydClient
 @testable import ReachabilityRuntime
 import ReachabilityBus
 

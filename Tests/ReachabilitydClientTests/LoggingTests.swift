@@ -3,7 +3,7 @@ import Logging
 import ReachabilityLoop
 import Synchronization
 import Testing
-@testable import Reachability
+@testable import ReachabilitydClient
 @testable import ReachabilityRuntime
 
 /// The library's records reach the application's swift-log, and nothing else: no
@@ -74,8 +74,8 @@ struct LoggingTests {
         #expect(made.withLock { $0 } == 1)
         let kept = recorder.events.filter { "\($0.message)" == "kept" }
         #expect(kept.count == 1)
-        #expect(kept.first?.source == "ReachabilityTests")
-        #expect(kept.first?.file == "ReachabilityTests/LoggingTests.swift")
+        #expect(kept.first?.source == "ReachabilitydClientTests")
+        #expect(kept.first?.file == "ReachabilitydClientTests/LoggingTests.swift")
         #expect(kept.first?.line == line)
         #expect(kept.first?.metadata?["target"] == "example.com")
     }

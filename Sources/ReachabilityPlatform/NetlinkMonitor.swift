@@ -1,0 +1,136 @@
+import CNetlink
+import Glibc
+import ReachabilityCore
+import ReachabilityLoop
+
+/// Listens to the kernel's link, address, route, rule, next-hop, neighbour and
+/// device-configuration multicast groups, reports that something changed, and
+/// says which cached route answers the events may have made stale
+/// (`StalenessClassifier`, whose table lists every event and why). The facts
+/// themselves are re-read once per coalesced evaluation.
+@LoopActor
+public final class NetlinkMonitor {
+    private let fd: Int32
+    private var source: SourceHandle?
+    /// Where events are read into; kept, since every evaluation reads the socket once more.
+    private var receiveBuffer = [UInt8](repeating: 0, count: 32768)
+    /// What each event makes stale.
+    public private(set) var classifier = StalenessClassifier()
+    /// The socket's receive buffer asked for: 4 MiB.
+    static let receiveBufferSize: Int32 = 4 << 20
+
+    /// Binds to the groups. Wraps `bind(2)` on an `AF_NETLINK` socket.
+    public init(onChange: @escaping (RouteInvalidation) -> Void) throws(NetlinkError) {
+        fd = try Syscall.netlink("socket") {
+            socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
+                   NETLINK_ROUTE)
+        }
+        var address = sockaddr_nl()
+        address.nl_family = sa_family_t(AF_NETLINK)
+        address.nl_groups = reach_rtmgrp_all()
+        let socketFD = fd
+        // Room for a burst (a neighbour table filling, a thousand routes): events that do not
+        // fit are lost, and losing them costs an evaluation of everything. Beyond `rmem_max`
+        // only with CAP_NET_ADMIN (`SO_RCVBUFFORCE`); otherwise as much as the system allows.
+        var size: Int32 = Self.receiveBufferSize
+        let length = socklen_t(MemoryLayout<Int32>.size)
+        if setsockopt(socketFD, SOL_SOCKET, SO_RCVBUFFORCE, &size, length) != 0 {
+            _ = setsockopt(socketFD, SOL_SOCKET, SO_RCVBUF, &size, length)
+        }
+        do {
+            _ = try Syscall.netlink("bind") {
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
+                    }
+                }
+            }
+        } catch {
+            close(socketFD)
+            throw error
+        }
+        source = Sources.readable(fd: socketFD) { [unowned self] in
+            if let invalidation = self.readQueued() { onChange(invalidation) }
+            return true
+        }
+    }
+
+    /// Reads every event the kernel has queued on the socket; `nil` when there was none
+    /// that can move an answer. Also called right before an evaluation, so that a change
+    /// the kernel made before it counts in it (its route lookups would see the change,
+    /// its cache would not).
+    public func readQueued() -> RouteInvalidation? {
+        var sawSomething = false
+        var invalidation = RouteInvalidation()
+        reading: while true {
+            switch Syscall.call({
+                receiveBuffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            }) {
+            case .success(let n) where n > 0:
+                for (header, body) in Netlink.messages(in: receiveBuffer[0..<n]) {
+                    let event = Self.event(header.nlmsg_type, body)
+                    let stale = classifier.classify(event)
+                    // Neighbours of addresses that are no followed gateway, other device settings:
+                    // read, and nothing more (no evaluation is scheduled for them).
+                    guard !stale.isEmpty || event.changesFacts else { continue }
+                    sawSomething = true
+                    invalidation.formUnion(stale)
+                }
+            case .failure(.noBufferSpace):
+                // The kernel dropped events; forget every cached answer.
+                Log.debug("kernel events were lost (ENOBUFS): every answer is asked again")
+                sawSomething = true
+                invalidation.formUnion(classifier.classify(.lost))
+            default:
+                break reading
+            }
+        }
+        return sawSomething ? invalidation : nil
+    }
+
+    /// Takes the links' state from a dump made after the socket was bound, so that a
+    /// link's first event is compared with it instead of being taken as "everything
+    /// about this link changed".
+    public func seed(_ links: [Int32: LinkFact]) {
+        classifier.seed(links: links.values.map { ($0.index, $0.isUp, $0.hasCarrier) })
+    }
+
+    /// Follows the neighbour state of these gateways (those of the cached answers).
+    public func follow(gateways: Set<String>) {
+        classifier.follow(gateways: gateways)
+    }
+
+    /// One rtnetlink message as the classifier's event.
+    nonisolated static func event(_ type: UInt16, _ body: [UInt8]) -> KernelEvent {
+        switch Int32(type) {
+        case Int32(RTM_NEWLINK), Int32(RTM_DELLINK):
+            guard body.count >= MemoryLayout<ifinfomsg>.size else { return .lost }
+            let info = body.withUnsafeBytes { $0.loadUnaligned(as: ifinfomsg.self) }
+            if Int32(type) == Int32(RTM_DELLINK) { return .linkRemoved(index: info.ifi_index) }
+            return .link(index: info.ifi_index, isUp: info.ifi_flags & UInt32(IFF_UP) != 0,
+                         hasCarrier: info.ifi_flags & reach_iff_lower_up() != 0)
+        case Int32(RTM_NEWNEIGH), Int32(RTM_DELNEIGH):
+            guard body.count >= MemoryLayout<ndmsg>.size else { return .other }
+            let message = body.withUnsafeBytes { $0.loadUnaligned(as: ndmsg.self) }
+            guard let destination = Netlink.attributes(body, from: MemoryLayout<ndmsg>.size)[UInt16(NDA_DST)],
+                let address = Netlink.addressText(destination)
+            else { return .other }
+            let state = Int32(type) == Int32(RTM_DELNEIGH) ? NeighbourState.absent : NeighbourState(nud: message.ndm_state)
+            return .neighbour(address: address, state: state)
+        case Int32(RTM_NEWNETCONF), Int32(RTM_DELNETCONF):
+            // struct netconfmsg { u8 ncm_family; }, then attributes from NLMSG_ALIGN(1).
+            let attrs = Netlink.attributes(body, from: 4)
+            return .deviceConfiguration(ignoresLinkdownRoutes: attrs[UInt16(NETCONFA_IGNORE_ROUTES_WITH_LINKDOWN)] != nil)
+        case Int32(RTM_NEWROUTE), Int32(RTM_DELROUTE), Int32(RTM_NEWADDR), Int32(RTM_DELADDR),
+            Int32(RTM_NEWRULE), Int32(RTM_DELRULE), Int32(RTM_NEWNEXTHOP), Int32(RTM_DELNEXTHOP):
+            return .routing
+        default:
+            return .other
+        }
+    }
+
+    isolated deinit {
+        source?.cancel()
+        close(fd)
+    }
+}

@@ -1,0 +1,127 @@
+import Dispatch
+import Foundation
+import ReachabilityRuntime
+
+// A reference's callback and its scheduling on a dispatch queue or run loops: what the
+// runtime answers goes to the callback there, never after unscheduling has returned.
+
+extension SCNetworkReachability {
+    // MARK: Callback
+
+    func setCallback(_ callback: SCNetworkReachabilityCallBack?, _ context: SCNetworkReachabilityContext?) {
+        var new = context ?? SCNetworkReachabilityContext()
+        if let retain = new.retain, let info = new.info { new.info = UnsafeMutableRawPointer(mutating: retain(info)) }
+        let old = withState { state in
+            defer {
+                state.callback = callback
+                state.context = Context(new)
+            }
+            return state.context
+        }.value
+        if let release = old.release, let info = old.info { release(info) }
+        // A callback already running on another thread finishes before this returns.
+        callout.lock()
+        callout.unlock()
+    }
+
+    // MARK: Scheduling
+
+    /// Starts delivering to `queue` or to run loops (`loop`); fails when already scheduled
+    /// on a queue, or on run loops when `queue` is given.
+    func schedule(queue: DispatchQueue?, loop: (RunLoop, RunLoop.Mode)?) -> Bool {
+        let id = Runtime.newID()
+        // The system holds this reference while it is scheduled, as Apple's does: through
+        // `hold`, which unscheduling empties at once (the runtime lets the subscription go
+        // later, on its own thread).
+        let hold = Hold(self)
+        let outcome: Bool? = withState { state in
+            if state.subscription != nil {
+                // Another run loop for a reference scheduled on run loops is fine; anything else is not.
+                guard state.queue == nil, let loop, !state.runLoops.isEmpty else { return false }
+                if !state.runLoops.contains(where: { $0.isSame(loop) }) {
+                    state.runLoops.append(ScheduledLoop(loop: loop.0, mode: loop.1))
+                }
+                return true
+            }
+            state.queue = queue
+            state.runLoops = loop.map { [ScheduledLoop(loop: $0.0, mode: $0.1)] } ?? []
+            state.subscription = id
+            state.hold = hold
+            state.callouts.scheduled(isName: isName)
+            return nil
+        }
+        if let outcome { return outcome || SCStatus.fail() }
+        let subscriber = Subscriber(
+            receive: { state in hold.reference?.received(state.flags, subscription: id) },
+            fail: { _ in hold.reference?.received([], subscription: id) })
+        let (key, choice) = (self.key, self.choice)
+        Runtime.send { runtime in
+            runtime.subscribe(id, key: key, choice: choice, subscriber) { error in
+                // A watch that cannot be set up (no way to watch the network, the daemon's
+                // limit reached) answers "not reachable".
+                if error != nil { hold.reference?.received([], subscription: id) }
+            }
+        }
+        return true
+    }
+
+    /// Stops delivering. With `loop`, only to that run loop and mode (the reference stays
+    /// scheduled while another remains). Returns once no callback runs on another thread.
+    func unschedule(queue: Bool, loop: (RunLoop, RunLoop.Mode)?) -> Bool {
+        let ended: Int?? = withState { state in
+            guard let id = state.subscription, (state.queue != nil) == queue else { return nil }
+            if let loop {
+                state.runLoops.removeAll { $0.isSame(loop) }
+                guard state.runLoops.isEmpty else { return .some(nil) }
+            }
+            state.subscription = nil
+            state.queue = nil
+            state.runLoops = []
+            state.callouts.unscheduled()
+            state.hold?.reference = nil
+            state.hold = nil
+            return id
+        }
+        guard let ended else { return SCStatus.fail() }
+        if let id = ended {
+            Runtime.send { runtime in runtime.unsubscribe(id) }
+            callout.lock()
+            callout.unlock()
+        }
+        return true
+    }
+
+    /// An answer from the runtime (on its thread): decides, and hands the callback to the
+    /// queue or run loop. Unknown (`nil`: the daemon left, a lookup in flight) is no answer.
+    private func received(_ flags: SCNetworkReachabilityFlags?, subscription id: Int) {
+        guard let flags else { return }
+        let target: (DispatchQueue?, ScheduledLoop?)? = withState { state in
+            guard state.subscription == id, state.callouts.received(flags) else { return nil }
+            return (state.queue, state.runLoops.first)
+        }
+        switch target {
+        case (let queue?, _)?:
+            queue.async { self.perform(flags, subscription: id) }
+        case (nil, let scheduled?)?:
+            // A timer due now: adding it wakes the run loop, which runs it in that mode.
+            let timer = Timer(timeInterval: 0, repeats: false) { _ in self.perform(flags, subscription: id) }
+            scheduled.loop.add(timer, forMode: scheduled.mode)
+        default:
+            break
+        }
+    }
+
+    /// Runs the callback, unless the reference was unscheduled (or scheduled anew) meanwhile.
+    private func perform(_ flags: SCNetworkReachabilityFlags, subscription id: Int) {
+        callout.lock()
+        defer { callout.unlock() }
+        guard let (callback, context) = withState({ state in
+            state.subscription == id ? state.callback.map { ($0, state.context) } : nil
+        }) else { return }
+        let value = context.value
+        var info = value.info
+        if let retain = value.retain, let original = info { info = UnsafeMutableRawPointer(mutating: retain(original)) }
+        callback(self, flags, info)
+        if let release = value.release, let info { release(info) }
+    }
+}
