@@ -209,6 +209,13 @@ public final class TargetEvaluator {
         sink?.evaluationFinished()
     }
 
+    /// Evaluates everything again from scratch: every fact re-read, every cached route
+    /// forgotten, every host looked up again (a reload the administrator asks for).
+    public func reevaluateEverything() {
+        routes.removeAll(keepingCapacity: true)
+        networkChanged()
+    }
+
     /// Gives `target` a new state; tells the sink, and returns true, when it changed.
     @discardableResult
     public func apply(_ state: TargetState, to target: WatchedTarget) -> Bool {

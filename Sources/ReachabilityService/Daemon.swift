@@ -102,6 +102,22 @@ public final class Daemon {
                 self.loop.quit()
             })
         }
+        // SIGHUP, as services take it: reload. There is no configuration file to re-read (the
+        // command line is the configuration), so everything is evaluated again from scratch.
+        signalSources.append(Sources.onSignal(SIGHUP) { [unowned self] in
+            self.reload()
+        })
+    }
+
+    /// `SIGHUP`: every fact read again, every cached route forgotten, every host looked up again.
+    private func reload() {
+        let evaluator = requests.evaluator
+        guard evaluator.hasFacts else {
+            return Log.info("received SIGHUP before the first evaluation; it is under way")
+        }
+        Log.info("received SIGHUP; evaluating everything again and looking every host up again "
+                 + "(the command line is the configuration: nothing else to re-read)")
+        evaluator.reevaluateEverything()
     }
 
     /// Requests the bus name: the first evaluation is done (or `readyBound` passed), every

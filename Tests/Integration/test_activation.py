@@ -1,4 +1,4 @@
-"""The service's life seen from its first call and its signals: ready before the name.
+"""The service's life seen from its first call and its signals: ready before the name, SIGHUP.
 
 * **Ready before the name.** The bus starts reachabilityd through an activation file
   (``Lab.activatable``: its ``Exec=`` runs the built daemon where the lab runs it) for the
@@ -8,8 +8,11 @@
   between), with the kernel backend and with NetworkManager (the NetworkManager lab).
   A NetworkManager that owns its name but never answers does not keep the name away
   for longer than the daemon's bound (5 s): it serves the kernel's facts meanwhile.
+* **SIGHUP** is a reload (everything evaluated again), never an exit; SIGTERM still ends
+  the daemon cleanly.
 """
 
+import signal
 import time
 
 import pytest
@@ -105,4 +108,21 @@ def test_a_networkmanager_that_never_answers_delays_the_name_by_the_bound_only(a
         assert (manager["Backend"], internet["Status"]) == ("kernel", STATUS_NOT_REACHABLE), (manager, internet)
     finally:
         hung.stop()
+
+
+def test_sighup_reloads_and_sigterm_still_ends(plain_lab):
+    daemon = plain_lab.daemon()
+    owner = daemon.owner
+    evaluations = daemon.log_text().count("evaluated ")
+    daemon.process.send_signal(signal.SIGHUP)
+    harness.wait_until(lambda: "received SIGHUP; evaluating everything again" in daemon.log_text(),
+                       harness.CHANGE_TIMEOUT, "the reload's log line", lambda: harness.tail(daemon.log, 30))
+    harness.wait_until(lambda: daemon.log_text().count("evaluated ") > evaluations, harness.CHANGE_TIMEOUT,
+                       "an evaluation after SIGHUP", lambda: harness.tail(daemon.log, 30))
+    # Still the same process, on the bus under the same name, answering.
+    assert daemon.running, harness.tail(daemon.log, 30)
+    assert plain_lab.client.name_owner(SERVICE) == owner
+    assert plain_lab.client.get(SERVICE, ROOT_PATH, MANAGER_IFACE, "Backend") != ""
+    assert daemon.stop() == 0, harness.tail(daemon.log, 30)
+    assert "received signal 15; exiting" in daemon.log_text()
 
