@@ -326,7 +326,9 @@ def wait_until(
 
 
 def read_line(stream, timeout: float) -> Optional[str]:
-    """One line from a pipe, or None when nothing came within ``timeout`` or it closed."""
+    """One line from a pipe, or None when nothing came within ``timeout`` or it closed. The
+    pipe must be unbuffered (``bufsize=0``) when more lines may follow: select() cannot see the
+    lines a buffered reader has already taken from it."""
     ready, _, _ = select.select([stream], [], [], timeout)
     if not ready:
         return None
@@ -984,12 +986,14 @@ class ActivatedDaemon(Daemon):
         except OSError:
             return False
 
-    def kill(self, client: BusClient, signum: int = signal.SIGTERM) -> int:
-        """Stop the instance that owns the name now, by its PID; wait until the name is gone
-        and the process has ended. Returns the PID."""
+    def kill(self, client: BusClient, signum: int = signal.SIGTERM, wait_gone: bool = True) -> int:
+        """Stop the instance that owns the name now, by its PID; wait until the process has
+        ended and (``wait_gone``, unless a client may start it again at once) the name is
+        gone. Returns the PID."""
         pid = self.owner_pid(client)
         os.kill(pid, signum)
-        client.wait_for_name_gone(SERVICE, STOP_TIMEOUT)
+        if wait_gone:
+            client.wait_for_name_gone(SERVICE, STOP_TIMEOUT)
         wait_until(lambda: not self.alive(pid), STOP_TIMEOUT, f"reachabilityd (PID {pid}) to end", poll=0.05)
         return pid
 
