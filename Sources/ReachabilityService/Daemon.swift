@@ -57,8 +57,8 @@ public final class Daemon {
     private var readyTimer: SourceHandle?
 
     /// The longest the name waits for the first evaluation: a backend that never answers
-    /// (NetworkManager on the bus but hung: libnm's client would wait for its D-Bus
-    /// timeout, 25 s) must not keep the service away. Well below the bus's activation
+    /// (NetworkManager on the bus but hung: libnm's client waits for its replies) must not
+    /// keep the service away. Well below the bus's activation
     /// timeout (25 s) and a caller's default call timeout (25 s); far above what
     /// NetworkManager takes to answer on a loaded boot (tens of milliseconds). Past it,
     /// the name is requested with the facts known then (the kernel's in `auto` mode,

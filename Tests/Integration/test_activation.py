@@ -1,4 +1,4 @@
-"""The service's life seen from its first call and its signals: ready before the name, SIGHUP.
+"""The service's life as its clients see it: ready before the name, SIGHUP, and coming back.
 
 * **Ready before the name.** The bus starts reachabilityd through an activation file
   (``Lab.activatable``: its ``Exec=`` runs the built daemon where the lab runs it) for the
@@ -10,6 +10,11 @@
   for longer than the daemon's bound (5 s): it serves the kernel's facts meanwhile.
 * **SIGHUP** is a reload (everything evaluated again), never an exit; SIGTERM still ends
   the daemon cleanly.
+* **The service comes back.** reachctl watch, the library (``reachability-example``) and
+  NWPathMonitor (``network-path-example``) show Unknown when the daemon is stopped by its PID,
+  start it again through the bus (it is activatable), hold what they held, and show the truth
+  within 2 s. On a bus that cannot start it they wait without waking and recover when it is
+  started by hand; a service that keeps failing to start is started at most six times per client.
 """
 
 import signal
@@ -19,8 +24,8 @@ import pytest
 
 import conftest
 import harness
-from harness import MANAGER_IFACE, ROOT_PATH, SERVICE, STATUS_NOT_REACHABLE, STATUS_WIFI_ETHERNET, TARGET_IFACE
-from harness import CHANGE_TIMEOUT, SOMEHOST
+from harness import (CHANGE_TIMEOUT, MANAGER_IFACE, ROOT_PATH, SERVICE, SOMEHOST, STATUS_NOT_REACHABLE,
+                     STATUS_WIFI_ETHERNET, TARGET_IFACE)
 from test_clients import BIN, clients, host_objects, in_lab, json_lines, reachctl  # noqa: F401 (a fixture)
 from test_network_path import programs  # noqa: F401 (a fixture)
 from test_targets import path_of
