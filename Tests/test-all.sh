@@ -29,6 +29,8 @@ packages=(
     # integration tests
     dbus-daemon dbus-bin network-manager dnsmasq-base iproute2 util-linux
     python3 python3-pytest python3-gi gir1.2-nm-1.0 python3-dbusmock systemd
+    # a NetworkManager that never answers (test_activation.py): dbus-python without a main loop
+    python3-dbus
     # bindings: Qt 6's qdbusxml2cpp, gdbus-codegen and a C compiler for its client
     qt6-base-dev-tools libglib2.0-dev-bin libglib2.0-dev gcc
     # metrics: promtool, Prometheus's own format checker (the server is never started)
