@@ -28,7 +28,10 @@ packages=(
     libdbus-1-dev libnm-dev pkg-config
     # integration tests
     dbus-daemon dbus-bin network-manager dnsmasq-base iproute2 util-linux
-    python3 python3-pytest python3-gi gir1.2-nm-1.0 python3-dbusmock python3-dbus python3-jeepney systemd
+    python3 python3-pytest python3-gi gir1.2-nm-1.0 python3-dbusmock systemd
+    # blocking clients and honest followers (test_blocking_clients.py, test_convergence.py,
+    # test_activation.py): dbus-python with and without a main loop, jeepney
+    python3-dbus python3-jeepney
     # bindings: Qt 6's qdbusxml2cpp, gdbus-codegen and a C compiler for its client
     qt6-base-dev-tools libglib2.0-dev-bin libglib2.0-dev gcc
     # metrics: promtool, Prometheus's own format checker (the server is never started)

@@ -24,9 +24,19 @@ public protocol NetworkFactSource: AnyObject {
     /// The links unicast routes of any table leave through: through a gateway,
     /// or on-link (what a tunnel's underlay needs, `Engine.hasUnderlay`).
     func routedLinks() -> (viaGateway: Set<Int32>, onLink: Set<Int32>)
+    /// Every source has given its first answer (the kernel's is there at once;
+    /// NetworkManager's once libnm's client is made, or could not be): facts
+    /// read from now on are the ones the backend chose, not a guess made while
+    /// one source is still silent.
+    var isSettled: Bool { get }
     /// Name resolution is configured.
     func dnsConfigured() -> Bool
     /// The gateways whose neighbour state can move the cached answers: their
     /// neighbour events make answers stale, nobody else's do.
     func follow(gateways: Set<String>)
+}
+
+extension NetworkFactSource {
+    /// A source with nothing to wait for (answers recorded from the network) is settled.
+    public var isSettled: Bool { true }
 }

@@ -25,6 +25,9 @@ public final class NetworkManagerBackend {
     private let onChange: () -> Void
     /// Why libnm could not be used at all (no system bus), once known.
     public private(set) var failure: String?
+    /// Whether the client's creation has ended, made or failed: until then nothing
+    /// NetworkManager says is known, not even whether it runs.
+    public var isSettled: Bool { client != nil || failure != nil }
 
     /// Starts creating the libnm client (`nm_client_new_async`); `onChange` is
     /// called once it is ready and after every change.

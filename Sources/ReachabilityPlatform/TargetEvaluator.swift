@@ -14,6 +14,9 @@ public final class TargetEvaluator {
     public private(set) var facts: NetworkFacts = .unknown
     /// Whether the facts have been read at least once (a first answer exists).
     public private(set) var hasFacts = false
+    /// Whether the last evaluation read every source's first answer (`NetworkFactSource.isSettled`):
+    /// its states are the ones to give a first caller.
+    public private(set) var isSettled = false
     /// Kernel routes by address.
     private var routes: [IPAddress: CachedRoute] = [:]
     private var refreshTimer: SourceHandle?
@@ -186,6 +189,7 @@ public final class TargetEvaluator {
         let start = MonotonicClock.microseconds()
         reload()
         hasFacts = true
+        isSettled = source?.isSettled ?? false
         let targets = sink?.evaluatedTargets ?? []
         prefetchRoutes(for: targets)
         defer { answersSettled() }
@@ -203,6 +207,13 @@ public final class TargetEvaluator {
         // Announced first; then the names are looked up again.
         for target in targets where target.kind == .host { resolve(target) }
         sink?.evaluationFinished()
+    }
+
+    /// Evaluates everything again from scratch: every fact re-read, every cached route
+    /// forgotten, every host looked up again (a reload the administrator asks for).
+    public func reevaluateEverything() {
+        routes.removeAll(keepingCapacity: true)
+        networkChanged()
     }
 
     /// Gives `target` a new state; tells the sink, and returns true, when it changed.

@@ -6,12 +6,36 @@ import ReachabilityPlatform
 /// Answers from `reachabilityd` on the system bus: one `WatchHost`/`WatchAddress`
 /// per watched target (shared by this process's subscribers), its properties
 /// followed through `PropertiesChanged`, `Release` when the last one leaves.
-/// A daemon that leaves the bus makes every target unknown; when it (or a new
-/// instance) comes back, every target is watched again and updates resume.
+/// A daemon that leaves the bus makes every target unknown; while anything is
+/// held, the bus is asked to start it again when it can (bounded attempts, with
+/// backoff); when it (or a new instance) comes back, every target is watched
+/// again and updates resume.
 @LoopActor
 final class DaemonBackend: FeedBackend {
     private let connection: BusConnection
     private var ownerWatch: SignalSubscription?
+    /// The service's unique name as the bus last announced it (`""`: it is away, or no
+    /// change was announced since this client started).
+    private var owner = ""
+    /// When the service last took its name (monotonic µs; 0: before this client started).
+    private var ownedSince: Int64 = 0
+    /// The connection to the bus is gone: nothing can be started through it.
+    private var isDisconnected = false
+    /// Attempts to start the service again since it was last up for `restartSettle`.
+    private var restartAttempts = 0
+    /// The next attempt, while it waits for its turn.
+    private var restartTimer: SourceHandle?
+
+    /// At most this many attempts to start the service again: the first at once, each next
+    /// one after twice the wait of the one before it (0.25 s, 0.5 s, 1 s, 2 s, 4 s: about
+    /// 8 s in all). Then the client waits for the name to come back (`NameOwnerChanged`),
+    /// as it does from the start when the bus cannot start the service.
+    static let restartAttemptsMax = 6
+    static let restartFirstWait: UInt32 = 250
+    /// A service that kept its name this long before it left was up: the attempts start from
+    /// the first again. One that leaves sooner (it fails soon after its start) continues the
+    /// backoff, so a service that keeps failing is never started in a loop.
+    static let restartSettle: Int64 = 10_000_000
     private var watches: [ObjectIdentifier: Watch] = [:]
     /// The path object, while a path monitor in this process runs.
     private var pathWatch: PathWatch?
@@ -68,23 +92,32 @@ final class DaemonBackend: FeedBackend {
         connection.onDisconnected = { [unowned self] in
             // The system bus itself went away: nothing can be known through it any more.
             Log.error("disconnected from the system bus")
+            self.isDisconnected = true
             self.ownerChanged("")
+        }
+    }
+
+    /// Calls the bus driver; `reply` gets the reply's first value (`nil`: an error).
+    private func driver(_ member: String, _ arguments: [DBusValue] = [], timeoutMilliseconds: Int32 = 2000,
+                        reply: @escaping (Result<DBusValue?, BusError>) -> Void) {
+        connection.callAsync(destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus"),
+                             interface: "org.freedesktop.DBus", member: member, arguments,
+                             timeoutMilliseconds: timeoutMilliseconds) { reply($0.map(\.first)) }
+    }
+
+    /// Whether the bus can start the service (`ListActivatableNames`), without waiting.
+    private func isActivatable(_ done: @escaping (Bool) -> Void) {
+        driver("ListActivatableNames") { names in
+            guard case .success(.array(_, let names)?) = names else { return done(false) }
+            done(names.contains(.string(ServiceNames.busName)))
         }
     }
 
     /// Whether the daemon runs, or the bus can start it: asks the bus driver, without waiting.
     func isServiceAvailable(_ done: @escaping (Bool) -> Void) {
-        func driver(_ member: String, _ arguments: [DBusValue], reply: @escaping (DBusValue?) -> Void) {
-            connection.callAsync(destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus"),
-                                 interface: "org.freedesktop.DBus", member: member, arguments,
-                                 timeoutMilliseconds: 2000) { reply((try? $0.get())?.first) }
-        }
-        driver("NameHasOwner", [.string(ServiceNames.busName)]) { owned in
-            if case .boolean(true)? = owned { return done(true) }
-            driver("ListActivatableNames", []) { names in
-                guard case .array(_, let names)? = names else { return done(false) }
-                done(names.contains(.string(ServiceNames.busName)))
-            }
+        driver("NameHasOwner", [.string(ServiceNames.busName)]) { [unowned self] owned in
+            if case .success(.boolean(true)?) = owned { return done(true) }
+            self.isActivatable(done)
         }
     }
 
@@ -234,7 +267,10 @@ final class DaemonBackend: FeedBackend {
     private func attach(_ watch: Watch, at path: ObjectPath) {
         follow(watch, at: path, of: ServiceNames.targetInterface)
         readProperties(at: path, of: ServiceNames.targetInterface) { [weak self] result in
-            guard let self, case .success(let properties) = result else { return }
+            guard let self else { return }
+            guard case .success(let properties) = result else {
+                return Log.error("GetAll on \(path.rawValue): \(result)")
+            }
             watch.properties = properties
             let state = ReachabilityState(properties: watch.properties)
             if state.flags == nil, case .input(.host) = watch.feed.key {
@@ -338,11 +374,16 @@ final class DaemonBackend: FeedBackend {
     }
 
     private func ownerChanged(_ owner: String) {
+        let now = MonotonicClock.microseconds()
         if owner.isEmpty {
             Log.info("\(ServiceNames.busName) left the system bus; targets are unknown until it is back")
+            if now - ownedSince >= Self.restartSettle { restartAttempts = 0 }
         } else {
             Log.debug("\(ServiceNames.busName) is on the system bus as \(owner)")
+            ownedSince = now
+            restartTimer = nil
         }
+        self.owner = owner
         if let watch = pathWatch {
             watch.forget()
             if owner.isEmpty {
@@ -361,6 +402,42 @@ final class DaemonBackend: FeedBackend {
                 watch.feed.publish(.unknown, settled: true)
             } else {
                 start(watch) { error in if let error { watch.feed.fail(error) } }
+            }
+        }
+        if owner.isEmpty { startServiceAgain() }
+    }
+
+    /// The service left while something is held: asks the bus to start it again, when the bus
+    /// can (it is activatable), up to `restartAttemptsMax` times with backoff. Its return
+    /// (`NameOwnerChanged`) re-establishes every hold (`ownerChanged`). When the bus cannot
+    /// start it, or the attempts are spent, nothing more is asked: its return is awaited.
+    private func startServiceAgain() {
+        restartTimer = nil
+        guard owner.isEmpty, !isDisconnected, !(watches.isEmpty && pathWatch == nil),
+            restartAttempts < Self.restartAttemptsMax
+        else { return }
+        let name = ServiceNames.busName
+        isActivatable { [weak self] activatable in
+            guard let self, self.owner.isEmpty, !self.isDisconnected else { return }
+            guard activatable else {
+                return Log.info("the system bus cannot start \(name); waiting for it to come back")
+            }
+            self.restartAttempts += 1
+            let attempt = self.restartAttempts
+            Log.info("starting \(name) again (attempt \(attempt) of \(Self.restartAttemptsMax))")
+            // The bus's own activation timeout (25 s by default) ends a start that hangs.
+            self.driver("StartServiceByName", [.string(name), .uint32(0)], timeoutMilliseconds: 60_000) {
+                [weak self] result in
+                guard let self, self.owner.isEmpty else { return }  // back: every hold is re-established
+                if case .failure(let error) = result {
+                    Log.warning("could not start \(name) (attempt \(attempt)): \(error.message)")
+                }
+                guard attempt < Self.restartAttemptsMax else {
+                    return Log.warning("\(name) could not be started again (\(attempt) attempts); "
+                                       + "waiting for it to come back")
+                }
+                let wait = Self.restartFirstWait << UInt32(attempt - 1)
+                self.restartTimer = Sources.after(milliseconds: wait) { [weak self] in self?.startServiceAgain() }
             }
         }
     }

@@ -4,7 +4,7 @@ import ReachabilityCore
 import ReachabilityLoop
 import ReachabilityPlatform
 
-/// The daemon: set up, announce, loop.
+/// The daemon: set up, evaluate, announce (the bus name), loop.
 @LoopActor
 public final class Daemon {
     public struct Options: Sendable {
@@ -48,12 +48,29 @@ public final class Daemon {
     private var signalSources: [SourceHandle] = []
     private var exitCode: Int32 = 0
     private let backendMode: BackendMode
+    private let replace: Bool
+    /// When set-up began (monotonic µs): the time to the name is logged.
+    private let started = MonotonicClock.microseconds()
+    /// Whether the bus name is requested (the first evaluation is done, or the bound passed).
+    private var isServing = false
+    /// Ends the wait for the first evaluation (`readyBound`).
+    private var readyTimer: SourceHandle?
+
+    /// The longest the name waits for the first evaluation: a backend that never answers
+    /// (NetworkManager on the bus but hung: libnm's client waits for its replies) must not
+    /// keep the service away. Well below the bus's activation
+    /// timeout (25 s) and a caller's default call timeout (25 s); far above what
+    /// NetworkManager takes to answer on a loaded boot (tens of milliseconds). Past it,
+    /// the name is requested with the facts known then (the kernel's in `auto` mode,
+    /// nothing in `networkmanager` mode), and the backend's answer follows as a change.
+    public static let readyBound: UInt32 = 5000
 
     /// Sets up on `loop`, which the calling thread runs.
     public init(options: Options, loop: MainLoop) throws(Exit) {
         self.loop = loop
         if options.verbose { Log.level = .debug }
         backendMode = options.backend
+        replace = options.replace
         do {
             connection = try BusConnection(options.bus)
         } catch {
@@ -85,12 +102,47 @@ public final class Daemon {
                 self.loop.quit()
             })
         }
-        do {
-            try connection.requestName(Names.busName, replace: options.replace)
-        } catch {
-            throw .failure(error.message)
+        // SIGHUP, as services take it: reload. There is no configuration file to re-read (the
+        // command line is the configuration), so everything is evaluated again from scratch.
+        signalSources.append(Sources.onSignal(SIGHUP) { [unowned self] in
+            self.reload()
+        })
+    }
+
+    /// `SIGHUP`: every fact read again, every cached route forgotten, every host looked up again.
+    private func reload() {
+        let evaluator = requests.evaluator
+        guard evaluator.hasFacts else {
+            return Log.info("received SIGHUP before the first evaluation; it is under way")
         }
-        Log.info("serving \(Names.busName) as \(connection.uniqueName), version \(Names.version)")
+        Log.info("received SIGHUP; evaluating everything again and looking every host up again "
+                 + "(the command line is the configuration: nothing else to re-read)")
+        evaluator.reevaluateEverything()
+    }
+
+    /// Requests the bus name: the first evaluation is done (or `readyBound` passed), every
+    /// object is exported, and whoever the bus queued a call for gets the real state.
+    private func serve(waitedTooLong: Bool) {
+        guard !isServing else { return }
+        isServing = true
+        readyTimer?.cancel()
+        readyTimer = nil
+        if waitedTooLong {
+            // Evaluated from what answered (the kernel, in `auto` mode), so the first caller gets that.
+            requests.evaluator.networkChanged()
+            Log.warning("the backend gave no first answer within \(Self.readyBound) ms; serving with what is "
+                        + "known (backend \(manager.backend.rawValue)), its answer follows as a change")
+        }
+        do {
+            try connection.requestName(Names.busName, replace: replace)
+        } catch {
+            Log.error(error.message)
+            exitCode = 1
+            return loop.quit()
+        }
+        let elapsed = Double(MonotonicClock.microseconds() - started) / 1000
+        Log.info("serving \(Names.busName) as \(connection.uniqueName), version \(Names.version) "
+                 + "(backend \(manager.backend.rawValue), ready in \(elapsed) ms)")
     }
 
     /// Runs until SIGTERM/SIGINT, the loss of the name or of the bus. Returns the exit status.
@@ -140,6 +192,10 @@ public final class Daemon {
         } catch {
             throw .failure("cannot watch the kernel's network state: \(error)")
         }
+        // The name follows the first evaluation (`evaluationFinished`), within a bound.
+        readyTimer = Sources.after(milliseconds: Self.readyBound) { [unowned self] in
+            self.serve(waitedTooLong: true)
+        }
         loop.run()
         connection.flush()
         return exitCode
@@ -157,6 +213,11 @@ extension Daemon: EvaluationSink {
     }
 
     public func lookupSettled(_ target: WatchedTarget) { object(for: target)?.answerWaitingCalls() }
+
+    /// The first evaluation from every source's first answer is the one to be ready with.
+    public func evaluationFinished() {
+        if !isServing && requests.evaluator.isSettled { serve(waitedTooLong: false) }
+    }
 
     public func factsReloaded(_ facts: NetworkFacts) {
         let old = manager.backend

@@ -326,7 +326,9 @@ def wait_until(
 
 
 def read_line(stream, timeout: float) -> Optional[str]:
-    """One line from a pipe, or None when nothing came within ``timeout`` or it closed."""
+    """One line from a pipe, or None when nothing came within ``timeout`` or it closed. The
+    pipe must be unbuffered (``bufsize=0``) when more lines may follow: select() cannot see the
+    lines a buffered reader has already taken from it."""
     ready, _, _ = select.select([stream], [], [], timeout)
     if not ready:
         return None
@@ -563,12 +565,14 @@ class BusClient:
             self.conn.close_sync(None)
 
     def call(self, dest: str, path: str, interface: str, method: str, signature: str = "", args: tuple = (),
-             timeout: float = CALL_TIMEOUT) -> tuple:
-        """Call a method; return the unpacked reply tuple."""
+             timeout: float = CALL_TIMEOUT, auto_start: bool = False) -> tuple:
+        """Call a method; return the unpacked reply tuple. ``auto_start``: the bus may start
+        the destination for the call (by default it may not)."""
         parameters = GLib.Variant(f"({signature})", tuple(args)) if signature else None
+        flags = Gio.DBusCallFlags.NONE if auto_start else Gio.DBusCallFlags.NO_AUTO_START
         try:
             reply = self.conn.call_sync(dest, path, interface, method, parameters, None,
-                                        Gio.DBusCallFlags.NO_AUTO_START, int(timeout * 1000), None)
+                                        flags, int(timeout * 1000), None)
         except GLib.Error as error:
             name = Gio.DBusError.get_remote_error(error) or f"(local error) {error.domain}:{error.code}"
             Gio.DBusError.strip_remote_error(error)
@@ -956,6 +960,64 @@ class Daemon:
         print(f"----- reachabilityd log ({self.log}) -----\n{self.log_text()}", file=file)
 
 
+class ActivatedDaemon(Daemon):
+    """reachabilityd as the bus starts it: the lab's activation file (``Lab.activatable``)
+    runs what :class:`Daemon` would run, its stderr appended to ``log``. Each instance the
+    bus starts is found through the bus (``GetConnectionUnixProcessID`` of the name) and
+    stopped by that PID."""
+
+    def __init__(self, bus_address: str, log: Path, **kwargs):
+        super().__init__(bus_address, log, **kwargs)
+        self.pids: list = []
+
+    def exec_line(self) -> str:
+        """The activation file's ``Exec=``: a shell that puts the bus in the environment, the
+        log on stderr, and then is the daemon (``exec``: the PID the bus reports is the daemon's)."""
+        argv = " ".join(self.argv())
+        return f"/bin/sh -c 'exec env DBUS_SYSTEM_BUS_ADDRESS={self.system_bus_address} {argv} 2>>{self.log}'"
+
+    def owner_pid(self, client: BusClient) -> int:
+        """The PID of the name's owner now (remembered, to be stopped at the end)."""
+        pid = client.call(DBUS_NAME, DBUS_PATH, DBUS_NAME, "GetConnectionUnixProcessID", "s", (SERVICE,))[0]
+        if pid not in self.pids:
+            self.pids.append(pid)
+        return pid
+
+    @staticmethod
+    def alive(pid: int) -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+
+    def kill(self, client: BusClient, signum: int = signal.SIGTERM, wait_gone: bool = True) -> int:
+        """Stop the instance that owns the name now, by its PID; wait until the process has
+        ended and (``wait_gone``, unless a client may start it again at once) the name is
+        gone. Returns the PID."""
+        pid = self.owner_pid(client)
+        os.kill(pid, signum)
+        if wait_gone:
+            client.wait_for_name_gone(SERVICE, STOP_TIMEOUT)
+        wait_until(lambda: not self.alive(pid), STOP_TIMEOUT, f"reachabilityd (PID {pid}) to end", poll=0.05)
+        return pid
+
+    @property
+    def running(self) -> bool:
+        return any(self.alive(pid) for pid in self.pids)
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> Optional[int]:
+        for pid in self.pids:
+            for signum in (signal.SIGTERM, signal.SIGKILL):
+                if not self.alive(pid):
+                    break
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signum)
+                deadline = time.monotonic() + timeout
+                while self.alive(pid) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+        return None
+
+
 # --- network namespaces and upstream services ---------------------------------
 
 
@@ -1308,6 +1370,24 @@ class Lab:
         self.daemons.append(daemon)
         if start:
             daemon.start(self.client)
+        return daemon
+
+    def enable_activation(self) -> None:
+        """Before ``start``: the bus gets a service directory (empty until ``activatable``)."""
+        self.servicedir = self.directory / "services"
+        self.servicedir.mkdir(exist_ok=True)
+        self.bus.extra_config += f"\n  <servicedir>{self.servicedir}</servicedir>"
+
+    def activatable(self, args: Optional[list] = None, name: str = "activated") -> ActivatedDaemon:
+        """Makes the bus start reachabilityd, as ``new_daemon`` would run it, for a call to its
+        name (an activation file, the bus told to read it). Needs ``enable_activation``."""
+        template = self.new_daemon(self.directory / f"{name}-{len(self.daemons)}.log", args)
+        daemon = ActivatedDaemon(template.bus_address, template.log, system_bus_address=template.system_bus_address,
+                                 enter=template.enter, args=template.args, binary=template.binary)
+        self.daemons.append(daemon)
+        (self.servicedir / f"{SERVICE}.service").write_text(
+            f"[D-BUS Service]\nName={SERVICE}\nExec={daemon.exec_line()}\n")
+        self.client.call(DBUS_NAME, DBUS_PATH, DBUS_NAME, "ReloadConfig")
         return daemon
 
     def recorder(self, path: str = ROOT_PATH) -> SignalRecorder:

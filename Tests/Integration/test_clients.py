@@ -54,8 +54,10 @@ class Client:
         self.log = lab.directory / f"{name}.log"
         self.lines = []
         with open(self.log, "ab") as log:
+            # Unbuffered: a buffered reader takes every line the pipe holds, and the next
+            # read_line's select() then sees none of those it kept.
             self.popen = subprocess.Popen(in_lab(lab, argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                          stderr=log, env=client_env(lab), start_new_session=True)
+                                          stderr=log, env=client_env(lab), start_new_session=True, bufsize=0)
 
     def next_line(self, what, timeout=CHANGE_TIMEOUT):
         line = harness.read_line(self.popen.stdout, timeout)

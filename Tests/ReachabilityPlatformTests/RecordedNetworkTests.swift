@@ -60,6 +60,8 @@ final class RecordedNetwork: NetworkFactSource {
     func routedLinks() -> (viaGateway: Set<Int32>, onLink: Set<Int32>) { (viaGateway, onLink) }
     func dnsConfigured() -> Bool { true }
     func follow(gateways: Set<String>) { followed.formUnion(gateways) }
+    /// Whether every source gave its first answer (a live source waits for NetworkManager's).
+    var isSettled = true
 }
 
 /// The evaluator's sink: the internet target alone.
@@ -127,6 +129,33 @@ struct RecordedNetworkTests {
         plain.internet(.ipv4, via0)
         let (withoutLifetime, _) = self.evaluator(plain)
         #expect(withoutLifetime.nextExpiry == nil, "a route without a lifetime arms nothing")
+    }
+
+    @Test("ready: an evaluation counts as the first answer only once the source is settled")
+    @LoopActor func settledOnlyWithTheSource() {
+        let network = RecordedNetwork(links: [eth0])
+        network.internet(.ipv4, via0)
+        network.isSettled = false
+        let (evaluator, sink) = evaluator(network)
+        #expect(evaluator.hasFacts && !evaluator.isSettled, "facts read, but not from every source")
+        network.isSettled = true
+        #expect(!evaluator.isSettled, "settled by the next evaluation, not by the source alone")
+        evaluator.networkChanged()
+        #expect(evaluator.isSettled && sink.internet.state.flags == .reachable)
+    }
+
+    @Test("reload: everything evaluated again, every cached route asked again")
+    @LoopActor func reevaluateEverything() {
+        let network = RecordedNetwork(links: [eth0])
+        network.internet(.ipv4, via0)
+        let (evaluator, sink) = evaluator(network)
+        let asked = network.lookups
+        evaluator.networkChanged()
+        #expect(network.lookups == asked, "an evaluation with nothing stale asks nothing")
+        network.internet(.ipv4, nil)
+        evaluator.reevaluateEverything()
+        #expect(network.lookups > asked, "the cached answers are forgotten")
+        #expect(sink.internet.state.flags == [] && sink.changes == [.reachable, []])
     }
 
     @Test("2: the evaluation after a carrier change follows the kernel, both ways")
