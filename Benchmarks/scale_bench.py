@@ -114,13 +114,18 @@ def main():
         evaluations = re.findall(r"evaluated (\d+) targets in ([\d.]+) ms; announced (\d+) changes in ([\d.]+) ms",
                                  daemon.log_text()[log_before:])
         signals = len(statuses) - before
+        per_target = {}
+        for path in statuses[before:]:
+            per_target[path] = per_target.get(path, 0) + 1
+        twice = sum(1 for count in per_target.values() if count > 1)
 
         print(f"machine: {os.cpu_count()} cores; {n} host targets, one client")
         print(f"WatchHost × {n}: {watched:.2f} s (8 calls in flight)")
         print(f"first 1,000 hosts answered: {first_1000:.2f} s; all {n}: {all_n:.2f} s")
         print(f"peak lookups in flight: {max(peaks) if peaks else '?'} (the resolver's bound: 8 in all, 4 for one user)")
         print(f"RSS with {n} host targets: {rss / 1024:.1f} MiB")
-        print(f"StatusChanged sent after one carrier loss: {signals} for {n} targets")
+        print(f"StatusChanged sent after one carrier loss: {signals} for {n} targets and the internet, "
+              f"{len(per_target)} distinct, {twice} more than once")
         print("evaluations that followed (targets, evaluation ms, changed targets, announcing ms):")
         for c, ms, changed, ams in evaluations[:4]:
             print(f"  {int(c):6d} targets: evaluated in {float(ms):7.1f} ms; {int(changed):6d} changed, "
