@@ -124,7 +124,10 @@ install -D -m 755 $strip "$bin/reachctl" "$root/bin/reachctl"
 for page in docs/man/*.[1-8]; do
     install -D -m 644 "$page" "$root/share/man/man${page##*.}/${page##*/}"
 done
-install -D -m 644 docs/completions/reachctl.bash "$root/share/bash-completion/completions/reachctl"
+# A completion file is sourced, never run: without the generator's #! line.
+install -d -m 755 "$root/share/bash-completion/completions"
+sed '1{/^#!/d}' docs/completions/reachctl.bash > "$root/share/bash-completion/completions/reachctl"
+chmod 644 "$root/share/bash-completion/completions/reachctl"
 install -D -m 644 docs/completions/reachctl.zsh "$root/share/zsh/vendor-completions/_reachctl"
 install -D -m 644 docs/completions/reachctl.fish "$root/share/fish/vendor_completions.d/reachctl.fish"
 install -D -m 644 "dbus/$service.conf" "$root/share/dbus-1/system.d/$service.conf"
