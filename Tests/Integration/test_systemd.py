@@ -267,3 +267,128 @@ def test_supplementary_adm_reads_metrics_and_writer_unit(request, deb, broker_de
     assert "reachability_target_reachable" in textfile.read_text()
     box.run(["systemctl", "stop", "reachabilityd-metrics-textfile.service"])
     assert not textfile.exists(), "the writer left its file behind when it stopped"
+
+
+# --- the service's life: every client holds the current truth --------------------
+
+
+def example_binary() -> Path:
+    """The library's example listener (reachability-example), from the build under test."""
+    return harness.daemon_binary().parent / "reachability-example"
+
+
+@ISSUE_27
+@pytest.mark.parametrize("bus", BUSES)
+def test_first_call_after_every_stop_gets_the_evaluated_answer(request, deb, broker_deb, bus):  # pylint: disable=redefined-outer-name
+    """The call the bus starts the service for is answered after the first evaluation:
+    Status 2 through the container's uplink, 10 of 10."""
+    box = boot(request, bus, broker_deb if bus == "dbus-broker" else None)
+    install_deb(box, deb)
+    add_uplink(box)
+    answers = []
+    for _ in range(10):
+        box.run(["systemctl", "stop", "reachabilityd.service"])
+        assert unit_property(box, "reachabilityd.service", "ActiveState") == "inactive"
+        done, lines = reachctl_json(box, "status")
+        answers.append((done.returncode, [(a.get("status"), a.get("flags")) for a in lines], done.stderr.strip()))
+    wrong = [a for a in answers if a[0] != 0 or a[1] != [(2, 2)]]
+    assert not wrong, f"{len(wrong)} of 10 first calls were not answered Status 2, Flags 2: {answers}"
+
+
+@ISSUE_27
+@pytest.mark.parametrize("bus", BUSES)
+def test_stopped_service_comes_back_to_watchers(request, deb, broker_deb, bus):  # pylint: disable=redefined-outer-name
+    """systemctl stop under a running `reachctl watch` and a library listener: both show
+    Unknown, then the truth again within 2 s, because the clients start the service again."""
+    box = boot(request, bus, broker_deb if bus == "dbus-broker" else None)
+    install_deb(box, deb)
+    add_uplink(box)
+    example = example_binary()
+    _need([] if example.exists() else [f"{example} (swift build)"])
+    watch = box.popen(["reachctl", "--daemon", "--json", "watch"], stdout=subprocess.PIPE,
+                      stderr=subprocess.DEVNULL)
+    listener = box.popen([str(example), "--daemon"], stdout=subprocess.PIPE, stdin=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL)
+    request.addfinalizer(lambda: (box.stop(watch), box.stop(listener)))
+    watch_lines, listener_lines = Lines(watch), Lines(listener)
+
+    def watch_status(status):
+        return lambda line: line.startswith("{") and json.loads(line).get("status") == status
+
+    def listener_status(status):
+        word = {2: "reachable-ethernetOrWiFi", -1: "unknown"}[status]
+        return lambda line: line.startswith(f"status {word} ")
+
+    watch_lines.wait_for(watch_status(2), "reachctl watch: Status 2", timeout=20)
+    listener_lines.wait_for(listener_status(2), "the library listener: status 2", timeout=20)
+    for round_ in range(3):
+        box.run(["systemctl", "stop", "reachabilityd.service"])
+        stopped = time.monotonic()
+        watch_lines.wait_for(watch_status(-1), f"round {round_}: reachctl watch shows Unknown", timeout=5)
+        listener_lines.wait_for(listener_status(-1), f"round {round_}: the listener shows unknown", timeout=5)
+        left = 2.0 - (time.monotonic() - stopped)
+        watch_lines.wait_for(watch_status(2), f"round {round_}: reachctl watch: Status 2 within 2 s of the stop",
+                             timeout=max(left, 0.01))
+        left = 2.0 - (time.monotonic() - stopped)
+        listener_lines.wait_for(listener_status(2), f"round {round_}: the listener: status 2 within 2 s of the stop",
+                                timeout=max(left, 0.01))
+        assert unit_property(box, "reachabilityd.service", "ActiveState") == "active"
+
+
+@ISSUE_27
+@pytest.mark.parametrize("bus", BUSES)
+def test_sighup_leaves_a_running_service(request, deb, broker_deb, bus):  # pylint: disable=redefined-outer-name
+    """kill -HUP: the same process still serves (no exit, so no restart either)."""
+    box = boot(request, bus, broker_deb if bus == "dbus-broker" else None)
+    install_deb(box, deb)
+    add_uplink(box)
+    reachctl_json(box, "status")
+    pid = unit_property(box, "reachabilityd.service", "MainPID")
+    assert pid != "0"
+    box.run(["kill", "-HUP", pid])
+    # A call answered after the signal: had the signal ended the process, the bus would
+    # have started a new one (or systemd restarted it) with another PID.
+    done, lines = reachctl_json(box, "status")
+    assert done.returncode == 0 and lines, done.stdout + done.stderr
+    assert unit_property(box, "reachabilityd.service", "MainPID") == pid
+    assert unit_property(box, "reachabilityd.service", "NRestarts") == "0"
+    assert unit_property(box, "reachabilityd.service", "ActiveState") == "active"
+
+
+# --- doctor: the real cause, bounded --------------------------------------------------
+
+
+@pytest.mark.parametrize("bus", BUSES)
+def test_doctor_names_why_the_start_failed(request, deb, broker_deb, bus):  # pylint: disable=redefined-outer-name
+    """A masked unit, then a unit whose start fails: doctor says so (the unit's state, its
+    journal's last line), in one sentence with one full stop, within its time bound, and
+    never tells to install the activation file it found."""
+    box = boot(request, bus, broker_deb if bus == "dbus-broker" else None)
+    install_deb(box, deb)
+
+    def doctor():
+        started = time.monotonic()
+        done = box.run(["reachctl", "doctor"], check=False, timeout=60)
+        return done, time.monotonic() - started
+
+    box.run(["systemctl", "mask", "reachabilityd.service"])
+    done, took = doctor()
+    text = done.stdout + done.stderr
+    assert done.returncode == 2, text
+    assert "reachabilityd.service is masked (systemctl unmask reachabilityd.service)." in text, text
+    assert ".." not in text.replace("...", ""), text
+    assert "install" not in text.split("activatable", 1)[1], text
+    assert took < 15, f"doctor took {took:.1f} s"
+
+    box.run(["systemctl", "unmask", "reachabilityd.service"])
+    box.path("/etc/systemd/system/reachabilityd.service.d").mkdir(parents=True)
+    box.path("/etc/systemd/system/reachabilityd.service.d/broken.conf").write_text(
+        "[Service]\nExecStart=\nExecStart=/bin/sh -c 'echo reachtest: cannot start >&2; exit 3'\nRestart=no\n")
+    box.run(["systemctl", "daemon-reload"])
+    done, took = doctor()
+    text = done.stdout + done.stderr
+    assert done.returncode == 2, text
+    assert "reachabilityd.service failed to start" in text and "exit status 3" in text, text
+    assert "reachtest: cannot start" in text, text
+    assert "install" not in text.split("activatable", 1)[1], text
+    assert took < 15, f"doctor took {took:.1f} s"
