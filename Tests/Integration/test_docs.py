@@ -38,3 +38,28 @@ def test_daemon_page_describes_every_option():
     assert not missing, f"reachabilityd.8 does not describe {missing}"
     for section in ("OPTIONS", "SIGNALS", "ENVIRONMENT", "FILES", "EXIT STATUS"):
         assert f".SH {section}" in page
+
+
+def _anchors(markdown: str) -> set:
+    anchors = set()
+    for heading in re.findall(r"(?m)^#{1,6} (.*)$", markdown):
+        text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+        anchors.add(text.replace(" ", "-"))
+    return anchors
+
+
+def test_readme_is_short_and_its_links_resolve():
+    """README.md is what a newcomer reads in minutes (at most 25 KB); the rest is in docs/,
+    and every relative link of the README and of docs/*.md reaches a file and a heading."""
+    readme = REPO / "README.md"
+    assert readme.stat().st_size <= 25_000, f"README.md is {readme.stat().st_size} bytes"
+    for page in [readme, *sorted((REPO / "docs").glob("*.md"))]:
+        text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            path, _, anchor = target.partition("#")
+            file = (page.parent / path).resolve() if path else page
+            assert file.exists(), f"{page.name}: link to {target}: no such file"
+            if anchor:
+                assert anchor in _anchors(file.read_text()), f"{page.name}: link to {target}: no such heading"
