@@ -119,7 +119,7 @@ def add_uplink(box: ct.Container) -> None:
     """A veth pair inside the container, an address on one end and a default route
     through the other: the internet target's answer is Status 2."""
     box.sh("ip link add up0 type veth peer name up1; ip link set up1 up; ip link set up0 up; "
-           "ip addr add 192.0.2.10/24 dev up0; ip route add default via 192.0.2.1 dev up0")
+           "ip addr add 192.0.2.10/24 dev up0; ip route add default via 192.0.2.1 dev up0 onlink")
 
 
 def reachctl_json(box: ct.Container, *arguments: str, user: str | None = None) -> tuple:
