@@ -81,7 +81,7 @@ def deb() -> Path:
                           env=dict(os.environ, REACHABILITYD_DEB_DIR=str(OUT)), check=False)
     (OUT / "build.log").write_text(done.stdout + done.stderr)
     assert done.returncode == 0, f"dpkg-buildpackage failed ({done.returncode}):\n{done.stdout[-6000:]}\n{done.stderr[-4000:]}"
-    lintian = subprocess.run(["lintian", "--pedantic", "--info", "--display-experimental", str(changes)],
+    lintian = subprocess.run(["lintian", "--pedantic", "--display-info", "--display-experimental", str(changes)],
                              capture_output=True, text=True, timeout=600, check=False)
     (OUT / "lintian.txt").write_text(lintian.stdout + lintian.stderr)
     [package] = [p for p in OUT.glob("reachabilityd_*.deb")]
