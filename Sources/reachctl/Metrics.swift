@@ -14,8 +14,10 @@ struct Metrics: AsyncParsableCommand {
             the backend, NetworkManager's returns, evaluation times, lookups in flight and the clients, \
             from reachabilityd on the system bus (it opens no TCP port). With --textfile, reachctl keeps \
             running and rewrites FILE (a temporary file in the same directory, renamed over it) after \
-            every change the daemon announces, and never on a timer: point node_exporter's \
-            --collector.textfile.directory at FILE's directory, and name FILE *.prom.
+            every change the daemon announces, and every --liveness seconds with the time of writing \
+            (the daemon is never asked on a timer): point node_exporter's \
+            --collector.textfile.directory at FILE's directory, and name FILE *.prom. The unit \
+            reachabilityd-metrics-textfile.service runs it, and removes FILE when it stops.
             """)
 
     @Option(name: .long, help: ArgumentHelp("Keep FILE up to date instead of printing once.", valueName: "FILE"))
