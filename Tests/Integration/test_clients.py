@@ -242,6 +242,16 @@ def test_root_list_names_each_targets_holders(plain_lab):
     assert rows == [(f"{harness.ROOT_PATH}/address/_3127_2e0_2e0_2e1", unique, 0)], rows
 
 
+def test_reachctl_json_always_has_flags(plain_lab):
+    """--json keeps `flags` when the state is unknown (Status -1): null, not left out. The
+    daemon is told to use NetworkManager, which is not on this bus, so it knows nothing."""
+    plain_lab.daemon(args=["--system", "--backend", "networkmanager"])
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=plain_lab.bus.address)
+    done = reachctl(None, "--daemon", "--json", "status", env=env)
+    [record] = json_lines(done.stdout)
+    assert record["status"] == -1 and "flags" in record and record["flags"] is None, done.stdout
+
+
 def test_reachctl_help_documents_exit_status():
     result = reachctl(None, "--help")
     assert result.returncode == 0
