@@ -5,6 +5,7 @@
 #   ./install.sh                          # as root: into /usr, then reachctl doctor
 #   ./install.sh --prefix /usr/local
 #   DESTDIR=/tmp/stage ./install.sh       # a package's staging root: files only
+#   ./install.sh --uninstall              # as root: remove what it installed
 #
 # Options (or the variables in brackets):
 #   --prefix DIR            [PREFIX]   default /usr
@@ -17,13 +18,17 @@
 #                                      reload the bus or systemd
 #   --no-strip                         keep the symbol tables and debug
 #                                      information (for a -dbgsym package)
+#   --uninstall                        stop the service and remove every file
+#                                      this script installs under PREFIX (the
+#                                      user stays, as a package leaves it)
 #
 # Installed (PREFIX /usr):
-#   /usr/libexec/reachabilityd, /usr/bin/reachctl, the man page, the bash, zsh
-#   and fish completions, the D-Bus policy (share/dbus-1/system.d), the bus
-#   activation file (share/dbus-1/system-services), the systemd unit
+#   /usr/libexec/reachabilityd, /usr/bin/reachctl, the man pages (docs/man),
+#   the bash, zsh and fish completions, the D-Bus policy (share/dbus-1/system.d),
+#   the bus activation file (share/dbus-1/system-services), the interface
+#   definitions (share/dbus-1/interfaces), the systemd units
 #   (lib/systemd/system) and the sysusers.d file. The activation file and the
-#   unit name PREFIX/libexec/reachabilityd.
+#   units name PREFIX/libexec/reachabilityd and PREFIX/bin/reachctl.
 #
 # Then (not with DESTDIR or --files-only): the user reachabilityd is created
 # (systemd-sysusers, or useradd without systemd), the system bus reloads its
@@ -37,6 +42,7 @@ prefix=${PREFIX:-/usr}
 destdir=${DESTDIR:-}
 static=true
 files_only=false
+uninstall=false
 strip=-s
 while (($#)); do
     case $1 in
@@ -47,6 +53,7 @@ while (($#)); do
         --shared-swift-runtime) static=false; shift ;;
         --files-only) files_only=true; shift ;;
         --no-strip) strip=; shift ;;
+        --uninstall) uninstall=true; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "install.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -54,6 +61,36 @@ done
 [[ $prefix == /* ]] || { echo "install.sh: the prefix must be an absolute path: $prefix" >&2; exit 2; }
 prefix=${prefix%/}
 [[ -n $destdir ]] && files_only=true
+
+service=io.github.reachabilityd.Reachability1
+# Every file installed, relative to the prefix (the man pages are added below).
+units=(reachabilityd.service reachabilityd-metrics-textfile.service)
+files=(libexec/reachabilityd bin/reachctl
+       share/bash-completion/completions/reachctl share/zsh/vendor-completions/_reachctl
+       share/fish/vendor_completions.d/reachctl.fish
+       "share/dbus-1/system.d/$service.conf" "share/dbus-1/system-services/$service.service"
+       "share/dbus-1/interfaces/$service.xml"
+       lib/sysusers.d/reachabilityd.conf "${units[@]/#/lib/systemd/system/}")
+for page in docs/man/*.[1-8]; do
+    files+=("share/man/man${page##*.}/${page##*/}")
+done
+
+if $uninstall; then
+    root=$destdir$prefix
+    if [[ -z $destdir && -d /run/systemd/system ]]; then
+        systemctl stop "${units[@]}" 2>/dev/null || true
+    fi
+    for file in "${files[@]}"; do
+        rm -fv "$root/$file"
+    done
+    if [[ -z $destdir ]]; then
+        [[ -d /run/systemd/system ]] && systemctl daemon-reload
+        dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+            org.freedesktop.DBus.ReloadConfig >/dev/null 2>&1 || true
+    fi
+    echo "uninstalled (the user reachabilityd stays: userdel reachabilityd removes it)"
+    exit 0
+fi
 
 if ! command -v swift >/dev/null; then
     echo "install.sh: swift is not on PATH (a Swift 6 toolchain builds it: https://www.swift.org/install/linux/;" \
@@ -79,25 +116,35 @@ for product in reachabilityd reachctl; do
 done
 bin=$(swift build "${flags[@]}" --show-bin-path)
 
-service=io.github.reachabilityd.Reachability1
 root=$destdir$prefix
 echo "== installing into ${destdir:+$destdir }$prefix"
 # Stripped: the symbol table and debug information are half of each file.
 install -D -m 755 $strip "$bin/reachabilityd" "$root/libexec/reachabilityd"
 install -D -m 755 $strip "$bin/reachctl" "$root/bin/reachctl"
-install -D -m 644 docs/man/reachctl.1 "$root/share/man/man1/reachctl.1"
-install -D -m 644 docs/completions/reachctl.bash "$root/share/bash-completion/completions/reachctl"
+for page in docs/man/*.[1-8]; do
+    install -D -m 644 "$page" "$root/share/man/man${page##*.}/${page##*/}"
+done
+# A completion file is sourced, never run: without the generator's #! line.
+install -d -m 755 "$root/share/bash-completion/completions"
+sed '1{/^#!/d}' docs/completions/reachctl.bash > "$root/share/bash-completion/completions/reachctl"
+chmod 644 "$root/share/bash-completion/completions/reachctl"
 install -D -m 644 docs/completions/reachctl.zsh "$root/share/zsh/vendor-completions/_reachctl"
 install -D -m 644 docs/completions/reachctl.fish "$root/share/fish/vendor_completions.d/reachctl.fish"
 install -D -m 644 "dbus/$service.conf" "$root/share/dbus-1/system.d/$service.conf"
 install -D -m 644 data/reachabilityd.sysusers.conf "$root/lib/sysusers.d/reachabilityd.conf"
+# The introspection data, where D-Bus tools and binding generators look for it.
+install -D -m 644 "dbus/$service.xml" "$root/share/dbus-1/interfaces/$service.xml"
 # The command the bus (without systemd) and the unit run is the installed daemon.
 install -d -m 755 "$root/share/dbus-1/system-services" "$root/lib/systemd/system"
 sed "s|^Exec=/usr/libexec/reachabilityd|Exec=$prefix/libexec/reachabilityd|" "dbus/$service.service" \
     > "$root/share/dbus-1/system-services/$service.service"
-sed "s|^ExecStart=/usr/libexec/reachabilityd|ExecStart=$prefix/libexec/reachabilityd|" data/reachabilityd.service \
-    > "$root/lib/systemd/system/reachabilityd.service"
-chmod 644 "$root/share/dbus-1/system-services/$service.service" "$root/lib/systemd/system/reachabilityd.service"
+chmod 644 "$root/share/dbus-1/system-services/$service.service"
+for unit in "${units[@]}"; do
+    sed -e "s|^ExecStart=/usr/libexec/reachabilityd|ExecStart=$prefix/libexec/reachabilityd|" \
+        -e "s|^ExecStart=/usr/bin/reachctl|ExecStart=$prefix/bin/reachctl|" "data/$unit" \
+        > "$root/lib/systemd/system/$unit"
+    chmod 644 "$root/lib/systemd/system/$unit"
+done
 
 if [[ $prefix != /usr ]]; then
     echo "install.sh: note: dbus-daemon reads policies only from /usr/share/dbus-1/system.d and" \

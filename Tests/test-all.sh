@@ -36,6 +36,12 @@ packages=(
     qt6-base-dev-tools libglib2.0-dev-bin libglib2.0-dev gcc
     # metrics: promtool, Prometheus's own format checker (the server is never started)
     prometheus
+    # a real systemd in a container booted from an overlay of this root (test_systemd.py);
+    # dbus-broker is not installed here (it would become this machine's bus at its next
+    # boot): the test fetches it with apt-get download and installs it in the container
+    systemd-container man-db acl
+    # the Debian package: dpkg-buildpackage, debhelper (dh_installsysusers), lintian
+    dpkg-dev debhelper lintian
 )
 # Units network-manager's postinst enables; disabled again if this script installed it.
 nm_units=(NetworkManager.service NetworkManager-wait-online.service NetworkManager-dispatcher.service)

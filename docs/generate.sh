@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates reachctl's man page and shell completions from its argument
-# parser (run after changing reachctl's commands or help; a test checks that
-# the committed files match the parser).
+# parser, and the D-Bus API's man page from the contract's comments
+# (docs/dbus-man.py). Run it after changing reachctl's commands or help or
+# dbus/*.xml; tests check that the committed files match their sources.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 swift build --product reachctl
@@ -12,4 +13,6 @@ done
 swift package --allow-writing-to-package-directory generate-manual \
     --date 2026-11-22 --authors "reachabilityd contributors"
 cp .build/plugins/GenerateManual/outputs/reachctl/reachctl.1 docs/man/reachctl.1
-echo "docs: man page and completions regenerated"
+# The D-Bus API's page, from the contract's comments.
+docs/dbus-man.py
+echo "docs: man pages and completions regenerated"

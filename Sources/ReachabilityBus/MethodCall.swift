@@ -110,7 +110,7 @@ public final class MethodCall {
 @LoopActor
 final class MessageResponder: CallResponder {
     private let message: OpaquePointer
-    private weak var connection: BusConnection?
+    fileprivate private(set) weak var connection: BusConnection?
 
     init(message: OpaquePointer, connection: BusConnection) {
         dbus_message_ref(message)
@@ -133,5 +133,32 @@ final class MessageResponder: CallResponder {
         guard let reply = dbus_message_new_error(message, error.name, error.message) else { return }
         defer { dbus_message_unref(reply) }
         connection?.send(reply, to: call.sender, size: 128 + error.name.utf8.count + error.message.utf8.count)
+    }
+}
+
+// MARK: The caller's credentials
+
+extension MethodCall {
+    /// The caller's groups as the kernel gave them to the bus when it connected
+    /// (`GetConnectionCredentials`, `UnixGroupIDs`: primary and supplementary, so a
+    /// unit's `SupplementaryGroups=` counts), or `nil` when the bus cannot say.
+    /// `reply` runs on the loop. A call made without a bus (tests) has none.
+    public func callerGroups(_ reply: @escaping @LoopActor ([UInt32]?) -> Void) {
+        guard let connection = (responder as? MessageResponder)?.connection else { return reply(nil) }
+        connection.callAsync(destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus"),
+                             interface: "org.freedesktop.DBus", member: "GetConnectionCredentials",
+                             [.string(sender)], timeoutMilliseconds: 5_000) { result in
+            reply(MethodCall.groups(in: result))
+        }
+    }
+
+    /// `UnixGroupIDs` from a `GetConnectionCredentials` answer.
+    static func groups(in result: Result<[DBusValue], BusError>) -> [UInt32]? {
+        guard case .success(let values) = result, case .dictionary(_, _, let entries)? = values.first else { return nil }
+        for entry in entries where entry.key.stringValue == "UnixGroupIDs" {
+            guard case .variant(.array(_, let ids)) = entry.value else { return nil }
+            return ids.compactMap { if case .uint32(let id) = $0 { id } else { nil } }
+        }
+        return nil
     }
 }

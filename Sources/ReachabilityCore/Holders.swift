@@ -128,6 +128,9 @@ public struct HolderRegistry<Key: Hashable & Sendable>: Sendable {
     public func count(ofUser user: UserID) -> Int { keysByUser[user]?.count ?? 0 }
 
     /// The clients holding `key`; empty when nobody does.
+    /// The Unix user of a connection holding a target, if it holds one.
+    public func user(of client: String) -> UserID? { userOfClient[client] }
+
     public func holders(of key: Key) -> Set<String> {
         holdersByKey[key] ?? []
     }

@@ -115,8 +115,13 @@ final class MetricsFollower {
         }
     }
 
+    /// The daemon's refusal says everything itself ("the metrics are for root and the adm
+    /// group; ...") and is passed on as it is; the bus's own (its policy refused the call
+    /// before the daemon saw it) gets the same first words, once.
     static func error(_ error: BusError) -> ReachabilityError {
-        error.name == "org.freedesktop.DBus.Error.AccessDenied"
-            ? .failed("the metrics are root's and the adm group's (\(error.message))") : ReachabilityError(error)
+        guard error.name == "org.freedesktop.DBus.Error.AccessDenied" else { return ReachabilityError(error) }
+        return error.message.hasPrefix(refusal) ? .failed(error.message) : .failed("\(refusal) (\(error.message))")
     }
+
+    static let refusal = "the metrics are for root and the adm group"
 }

@@ -42,6 +42,12 @@ public final class ManagerObject {
             Method(Contract.Manager.watchPath) { manager, call in
                 [.objectPath(manager.paths.watch(client: call.sender, user: call.user))]
             },
+            Method(Contract.Manager.listHolders) { manager, call in
+                let rows = manager.registry.holdings(seenBy: call.user).map {
+                    DBusValue.structure([.objectPath($0.path), .string($0.client), .uint32($0.user)])
+                }
+                return [.array(elementSignature: "(osu)", rows)]
+            },
             Method(Contract.Manager.release) { manager, call throws(BusError) in
                 let path = try call.objectPath(0)
                 if path == Names.pathPath {

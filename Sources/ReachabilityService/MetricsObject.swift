@@ -38,18 +38,23 @@ final class MetricsObject {
         Names.metricsInterface,
         methods: [
             Method(Contract.Metrics.read) { metrics, call throws(BusError) in
-                try MetricsObject.admit(call)
                 guard let render = metrics.render else {
                     throw BusError(name: "org.freedesktop.DBus.Error.NotSupported",
                                    message: "this reachabilityd was started without a metrics exporter")
                 }
-                metrics.refreshCounts()
-                return [.string(render())]
+                MetricsObject.admit(call) { [weak metrics] in
+                    guard let metrics else { return }
+                    metrics.refreshCounts()
+                    call.reply([.string(render())])
+                }
+                return nil
             },
             Method(Contract.Metrics.follow) { metrics, call throws(BusError) in
-                try MetricsObject.admit(call)
-                metrics.followers.insert(call.sender)
-                return []
+                MetricsObject.admit(call) { [weak metrics] in
+                    metrics?.followers.insert(call.sender)
+                    call.reply([])
+                }
+                return nil
             },
         ],
         signals: [changed],
@@ -57,22 +62,29 @@ final class MetricsObject {
 
     nonisolated static let changed = Signal(Contract.Metrics.changed)
 
-    /// Root, or a user in the `adm` group (who reads the journal too).
-    private static func admit(_ call: MethodCall) throws(BusError) {
-        guard call.user != 0 else { return }
-        if let group = getgrnam("adm"), let entry = getpwuid(call.user) {
-            let admGroup = group.pointee.gr_gid
-            var count: Int32 = 64
-            var groups = [gid_t](repeating: 0, count: Int(count))
-            // Too small, getgrouplist fails and says how many there are: ask again with room.
-            while getgrouplist(entry.pointee.pw_name, entry.pointee.pw_gid, &groups, &count) < 0,
-                Int(count) > groups.count
-            {
-                groups = [gid_t](repeating: 0, count: Int(count))
-            }
-            if groups.prefix(Int(count)).contains(admGroup) { return }
+    /// Root, or a caller in the `adm` group (who reads the journal too): `then` runs when
+    /// the caller is admitted; otherwise the call is refused. The groups are the
+    /// caller's as the kernel gave them to the bus (`GetConnectionCredentials`), so
+    /// `SupplementaryGroups=adm` in a unit counts, and a group added to /etc/group
+    /// after the caller logged in does not; never `getgrouplist` of the user's name.
+    private static func admit(_ call: MethodCall, then: @escaping @LoopActor () -> Void) {
+        guard call.user != 0 else { return then() }
+        guard let group = getgrnam("adm") else {
+            return call.fail(refusal(call, "this system has no adm group"))
         }
-        throw .accessDenied("the metrics are root's and the adm group's (the caller is uid \(call.user))")
+        let adm = UInt32(group.pointee.gr_gid)
+        call.callerGroups { groups in
+            guard let groups else {
+                return call.fail(refusal(call, "the bus did not give the caller's groups"))
+            }
+            if groups.contains(adm) { then() } else { call.fail(refusal(call, nil)) }
+        }
+    }
+
+    /// The one sentence a refused caller reads (reachctl prints it as it is).
+    private static func refusal(_ call: MethodCall, _ why: String?) -> BusError {
+        .accessDenied("the metrics are for root and the adm group; uid \(call.user) is in neither"
+                      + (why.map { " (\($0))" } ?? ""))
     }
 
     // MARK: What changes

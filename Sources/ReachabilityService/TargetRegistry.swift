@@ -92,6 +92,19 @@ final class TargetRegistry {
         return key.path
     }
 
+    /// Each target and connection holding it, with the connection's user, sorted by path
+    /// then name: every one for root, else only the connections of `user` itself.
+    func holdings(seenBy user: UserID) -> [(path: ObjectPath, client: String, user: UserID)] {
+        var rows: [(path: ObjectPath, client: String, user: UserID)] = []
+        for (path, key) in keysByPath {
+            for client in holders.holders(of: key) {
+                guard let owner = holders.user(of: client), user == 0 || owner == user else { continue }
+                rows.append((path, client, owner))
+            }
+        }
+        return rows.sorted { ($0.path.rawValue, $0.client) < ($1.path.rawValue, $1.client) }
+    }
+
     /// `client` stops holding the target at `path`; it gets `InterfacesRemoved` for it.
     /// A target it does not hold is unknown to it, whether somebody else holds it or not.
     func release(_ path: ObjectPath, client: String) throws(BusError) {

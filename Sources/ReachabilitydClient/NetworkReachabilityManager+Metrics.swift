@@ -15,3 +15,11 @@ extension NetworkReachabilityManager {
         DaemonMetrics.updates()
     }
 }
+
+extension NetworkReachabilityManager {
+    /// Which connections hold the daemon's targets (`Manager.ListHolders`): every one for
+    /// root, the caller's own user's otherwise. For tools.
+    public static func daemonHolders() async throws(ReachabilityError) -> [ReachabilityHolder] {
+        try await DaemonHolders.list()
+    }
+}

@@ -30,6 +30,8 @@ public typealias ReachabilityMode = ReachabilityRuntime.ReachabilityMode
 public typealias ReachabilityError = ReachabilityRuntime.ReachabilityError
 /// A watched target and its state, as the daemon lists them.
 public typealias ReachabilitySnapshot = ReachabilityRuntime.ReachabilitySnapshot
+/// A connection holding one of the daemon's targets (`daemonHolders()`).
+public typealias ReachabilityHolder = ReachabilityRuntime.ReachabilityHolder
 /// What the system bus says about an installed reachabilityd (`reachctl doctor`).
 public typealias ReachabilityServiceCheck = ReachabilityRuntime.ReachabilityServiceCheck
 

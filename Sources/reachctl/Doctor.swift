@@ -17,7 +17,9 @@ struct Doctor: AsyncParsableCommand {
         let address = getenv("DBUS_SYSTEM_BUS_ADDRESS").map { String(cString: $0) }
             ?? "unix:path=/run/dbus/system_bus_socket"
         Output.line("reachabilityd on the system bus (\(address))")
-        let check = await NetworkReachabilityManager.checkService()
+        // Bounded: a start that fails is reported by systemd at once, and a daemon that
+        // started answers within a second; the unit's own state says the rest.
+        let check = await NetworkReachabilityManager.checkService(timeoutMilliseconds: Self.callTimeout)
         let prefix = Self.installationPrefix()
         let policy = Self.find("\(Self.name).conf", in: [
             "\(prefix)/share/dbus-1/system.d", "/usr/share/dbus-1/system.d", "/etc/dbus-1/system.d"])
@@ -37,7 +39,12 @@ struct Doctor: AsyncParsableCommand {
             : "no: the bus has no activation file for \(Self.name) (not installed, or the bus not reloaded)")
         if let error = check.callError {
             row("answers", "no: \(error.name): \(error.message)")
-            try fail(Self.sentence(for: error, activatable: check.isActivatable))
+            let unit = Self.unitReport()
+            if let unit {
+                row("unit", unit.summary)
+                for line in unit.journal { row("journal", line) }
+            }
+            try fail(Self.sentence(for: error, activatable: check.isActivatable, unit: unit))
         }
         var who = ""
         if let uid = check.ownerUID { who += ", user \(Self.userName(uid))" }
@@ -55,28 +62,100 @@ struct Doctor: AsyncParsableCommand {
     }
 
     private func fail(_ sentence: String) throws -> Never {
+        // One full stop, whatever the sentence quoted ends with.
+        var sentence = sentence
+        while sentence.hasSuffix(".") { sentence.removeLast() }
         Output.line("reachabilityd does not work: \(sentence).")
         throw ExitCode(ExitStatus.failure)
     }
 
-    /// What a failed call means, in words.
-    static func sentence(for error: ReachabilityServiceCheck.CallError, activatable: Bool) -> String {
+    static let callTimeout: Int32 = 8_000
+    static let unit = "reachabilityd.service"
+
+    /// What a failed call means, in words: the unit's own state first when systemd has
+    /// one to tell (a start that failed, a masked unit), whatever the bus's error.
+    static func sentence(for error: ReachabilityServiceCheck.CallError, activatable: Bool,
+                         unit: UnitReport? = nil) -> String {
+        if let cause = unit?.cause { return cause }
         switch error.name {
         case "org.freedesktop.DBus.Error.AccessDenied":
-            "the bus refused the call: its policy (\(name).conf in /usr/share/dbus-1/system.d) is missing or not "
-                + "loaded yet (reload the bus: systemctl reload dbus), or its user reachabilityd does not exist"
+            return "the bus refused the call: its policy (\(name).conf in /usr/share/dbus-1/system.d) is missing or "
+                + "not loaded yet (reload the bus: systemctl reload dbus), or its user reachabilityd does not exist"
         case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
-            "it is not running and the bus cannot start it: install \(name).service in "
-                + "/usr/share/dbus-1/system-services, then reload the bus (systemctl reload dbus)"
+            // dbus-broker answers NameHasNoOwner when an activation it tried failed.
+            return activatable
+                ? "the bus could not start it (\(error.message)); its log says why: journalctl -u reachabilityd"
+                : "it is not running and the bus cannot start it: install \(name).service in "
+                    + "/usr/share/dbus-1/system-services, then reload the bus (systemctl reload dbus)"
         case let name where name.hasPrefix("org.freedesktop.DBus.Error.Spawn."):
-            "the bus could not start it (\(error.message)); its log says why: journalctl -u reachabilityd"
+            return "the bus could not start it (\(error.message)); its log says why: journalctl -u reachabilityd"
         case "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Timeout",
             "org.freedesktop.DBus.Error.TimedOut":
-            activatable ? "it was started but did not answer in time (journalctl -u reachabilityd)"
+            return activatable ? "it was started but did not answer in time (journalctl -u reachabilityd)"
                 : "it did not answer in time"
         default:
-            "\(error.name): \(error.message)"
+            return "\(error.name): \(error.message)"
         }
+    }
+
+    /// The unit's state as systemd has it, and its last journal lines.
+    struct UnitReport {
+        var properties: [String: String]
+        var journal: [String]
+
+        var summary: String {
+            let p = properties
+            var text = "\(p["LoadState"] ?? "?"), \(p["ActiveState"] ?? "?") (\(p["SubState"] ?? "?"))"
+            if let result = p["Result"], result != "success" { text += ", result \(result)" }
+            if let status = p["ExecMainStatus"], status != "0" { text += ", exit status \(status)" }
+            return text
+        }
+
+        /// The reason the unit gives, if it gives one.
+        var cause: String? {
+            let p = properties
+            if p["LoadState"] == "masked" {
+                return "\(Doctor.unit) is masked (systemctl unmask \(Doctor.unit))"
+            }
+            if p["LoadState"] == "not-found" {
+                return "systemd has no \(Doctor.unit) (install it, then systemctl daemon-reload)"
+            }
+            if p["ActiveState"] == "failed" || (p["Result"].map { $0 != "success" } ?? false) {
+                let last = journal.last.map { ": \($0)" } ?? ""
+                return "\(Doctor.unit) failed to start (\(summary))\(last); more: journalctl -u reachabilityd"
+            }
+            return nil
+        }
+    }
+
+    /// `systemctl show` and `journalctl` for the unit, when systemd runs; each bounded to 3 s.
+    static func unitReport() -> UnitReport? {
+        guard access("/run/systemd/system", F_OK) == 0 else { return nil }
+        let show = output("systemctl show --property=LoadState,ActiveState,SubState,Result,ExecMainStatus \(unit)")
+        var properties: [String: String] = [:]
+        for line in show {
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            properties[String(line[..<equals])] = String(line[line.index(after: equals)...])
+        }
+        guard !properties.isEmpty else { return nil }
+        let journal = output("journalctl --unit=\(unit) --lines=5 --output=cat --no-pager --quiet")
+        return UnitReport(properties: properties, journal: journal.filter { !$0.isEmpty })
+    }
+
+    /// A command's output lines (standard error too), killed after 3 s.
+    static func output(_ command: String) -> [String] {
+        guard let pipe = popen("LC_ALL=C SYSTEMD_PAGER= SYSTEMD_COLORS=0 timeout 3 \(command) 2>/dev/null", "r") else {
+            return []
+        }
+        var text = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = fread(&buffer, 1, buffer.count, pipe)
+            if n <= 0 { break }
+            text += buffer[..<n]
+        }
+        pclose(pipe)
+        return String(decoding: text, as: UTF8.self).split(separator: "\n").map(String.init)
     }
 
     /// The prefix reachctl is installed under (`/usr` for `/usr/bin/reachctl`).

@@ -1,6 +1,8 @@
 import ArgumentParser
+import Dispatch
 import Glibc
 import ReachabilitydClient
+import Synchronization
 
 /// `reachctl metrics`: the daemon's metrics in the Prometheus text format, printed
 /// once, or kept in a file for node_exporter's textfile collector.
@@ -12,16 +14,27 @@ struct Metrics: AsyncParsableCommand {
             the backend, NetworkManager's returns, evaluation times, lookups in flight and the clients, \
             from reachabilityd on the system bus (it opens no TCP port). With --textfile, reachctl keeps \
             running and rewrites FILE (a temporary file in the same directory, renamed over it) after \
-            every change the daemon announces, and never on a timer: point node_exporter's \
-            --collector.textfile.directory at FILE's directory, and name FILE *.prom.
+            every change the daemon announces, and every --liveness seconds with the time of writing \
+            (the daemon is never asked on a timer): point node_exporter's \
+            --collector.textfile.directory at FILE's directory, and name FILE *.prom. The unit \
+            reachabilityd-metrics-textfile.service runs it, and removes FILE when it stops.
             """)
 
     @Option(name: .long, help: ArgumentHelp("Keep FILE up to date instead of printing once.", valueName: "FILE"))
     var textfile: String?
 
+    @Option(name: .long, help: ArgumentHelp(
+        "With --textfile: rewrite FILE at least this often, with the time in "
+            + "reachctl_textfile_updated_timestamp_seconds, so that its age tells a stopped writer from "
+            + "a quiet network (the daemon is not asked again).", valueName: "SECONDS"))
+    var liveness: Int = 60
+
     func validate() throws {
         if let textfile, textfile.isEmpty || textfile.hasSuffix("/") {
             throw ValidationError("--textfile needs a file name, not \"\(textfile)\"")
+        }
+        guard (1...86_400).contains(liveness) else {
+            throw ValidationError("--liveness takes a whole number of seconds from 1 to 86400")
         }
     }
 
@@ -31,9 +44,47 @@ struct Metrics: AsyncParsableCommand {
             Output.line(text.hasSuffix("\n") ? String(text.dropLast()) : text)
             return
         }
-        for try await text in NetworkReachabilityManager.daemonMetricsUpdates() {
-            try TextFile.replace(textfile, with: text)
+        let writer = TextFileWriter(path: textfile)
+        // The writer's own heartbeat: the last text again, with the time, from a timer on
+        // the main queue (where this command's tasks run: no thread pool is started). The
+        // daemon is not asked again: it never works on a timer.
+        let heartbeat = DispatchSource.makeTimerSource(queue: .main)
+        heartbeat.schedule(deadline: .now() + .seconds(liveness), repeating: .seconds(liveness), leeway: .seconds(1))
+        heartbeat.setEventHandler {
+            do throws(TextFile.Failure) { try writer.rewrite() } catch { Output.error(error.description) }
         }
+        heartbeat.resume()
+        defer { heartbeat.cancel() }
+        for try await text in NetworkReachabilityManager.daemonMetricsUpdates() {
+            try writer.write(text)
+        }
+    }
+}
+
+/// The textfile's last metrics, and the liveness sample written after them.
+final class TextFileWriter: Sendable {
+    let path: String
+    private let last = Mutex<String?>(nil)
+
+    init(path: String) { self.path = path }
+
+    func write(_ text: String) throws(TextFile.Failure) {
+        last.withLock { $0 = text }
+        try TextFile.replace(path, with: text + Self.liveness(now: Int(time(nil))))
+    }
+
+    func rewrite() throws(TextFile.Failure) {
+        if let text = last.withLock({ $0 }) { try write(text) }
+    }
+
+    static func liveness(now: Int) -> String {
+        """
+        # HELP reachctl_textfile_updated_timestamp_seconds When reachctl metrics --textfile last wrote this \
+        file (at least every --liveness seconds while it runs; it removes the file when it stops).
+        # TYPE reachctl_textfile_updated_timestamp_seconds gauge
+        reachctl_textfile_updated_timestamp_seconds \(now)
+
+        """
     }
 }
 

@@ -124,7 +124,9 @@ enum Output {
         return time
     }
 
-    /// One JSON object per target (and per change): keys sorted, absent values left out.
+    /// One JSON object per target (and per change): keys sorted, absent values left out,
+    /// except `flags`, which every record has (`null` while the state is unknown), so
+    /// that a consumer never has to tell "unknown" from "missing".
     struct Record {
         var fields: [(String, JSON)] = []
 
@@ -141,7 +143,7 @@ enum Output {
                 ("connectivity", .string(state.connectivity.rawValue)),
                 ("error", .string(state.error)),
                 ("flag_names", .strings(names)),
-                ("flags", state.flags.map { .number(Int64($0.rawValue)) }),
+                ("flags", state.flags.map { .number(Int64($0.rawValue)) } ?? .null),
                 ("interface", .string(state.interface)),
                 ("interface_type", .string(state.interfaceType.rawValue)),
                 ("kind", .string(kind)),
@@ -169,9 +171,11 @@ enum Output {
         case strings([String])
         case number(Int64)
         case bool(Bool)
+        case null
 
         var text: String {
             switch self {
+            case .null: "null"
             case .string(let value): Self.quote(value)
             case .strings(let values): "[" + values.map(Self.quote).joined(separator: ",") + "]"
             case .number(let value): String(value)

@@ -259,5 +259,25 @@ struct List: AsyncParsableCommand {
         for snapshot in snapshots {
             Output.state(snapshot.state, of: snapshot.target, mode: .daemon, json: options.json, time: nil)
         }
+        // Root sees every user's targets, so it is told whose they are.
+        guard getuid() == 0, !snapshots.isEmpty else { return }
+        let holders: [ReachabilityHolder]
+        do {
+            holders = try await NetworkReachabilityManager.daemonHolders()
+        } catch {
+            throw TargetText.explained(error, hint: "list names the holders of the targets")
+        }
+        if options.json {
+            for holder in holders {
+                Output.line("{\"client\":\(Output.JSON.quote(holder.client)),\"object\":"
+                            + "\(Output.JSON.quote(holder.object)),\"target\":\(Output.JSON.quote(holder.targetName)),"
+                            + "\"uid\":\(holder.user)}")
+            }
+            return
+        }
+        Output.line("Holders:")
+        for holder in holders {
+            Output.line("  \(holder.targetName)  \(Doctor.userName(holder.user)), \(holder.client)")
+        }
     }
 }

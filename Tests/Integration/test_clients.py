@@ -224,6 +224,36 @@ def test_reachctl_list_says_when_nothing_is_watched(plain_lab):
     assert "answers          yes: version " in doctor.stdout and doctor.stdout.endswith("reachabilityd works.\n")
 
 
+def test_root_list_names_each_targets_holders(plain_lab):
+    """Root's `reachctl list` says who holds each target: its user and the connection's
+    unique name (Manager.ListHolders); --json lines carry the same. (Another user's call
+    is answered with that user's own connections only: test_install_files.py calls every
+    member as nobody.)"""
+    plain_lab.daemon(args=["--system", "--backend", "kernel"])
+    client = plain_lab.client
+    client.call(harness.SERVICE, harness.ROOT_PATH, harness.MANAGER_IFACE, "WatchAddress", "s", ("127.0.0.1",))
+    unique = client.conn.get_unique_name()
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=plain_lab.bus.address)
+    listed = reachctl(None, "list", env=env)
+    assert listed.returncode in (0, 1), listed
+    assert f"Holders:\n  127.0.0.1  root (uid 0), {unique}\n" in listed.stdout, listed.stdout
+    records = json_lines(reachctl(None, "list", "--json", env=env).stdout)
+    assert {"client": unique, "object": f"{harness.ROOT_PATH}/address/_3127_2e0_2e0_2e1", "target": "127.0.0.1",
+            "uid": 0} in records, records
+    [rows] = client.call(harness.SERVICE, harness.ROOT_PATH, harness.MANAGER_IFACE, "ListHolders")
+    assert rows == [(f"{harness.ROOT_PATH}/address/_3127_2e0_2e0_2e1", unique, 0)], rows
+
+
+def test_reachctl_json_always_has_flags(plain_lab):
+    """--json keeps `flags` when the state is unknown (Status -1): null, not left out. The
+    daemon is told to use NetworkManager, which is not on this bus, so it knows nothing."""
+    plain_lab.daemon(args=["--system", "--backend", "networkmanager"])
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=plain_lab.bus.address)
+    done = reachctl(None, "--daemon", "--json", "status", env=env)
+    [record] = json_lines(done.stdout)
+    assert record["status"] == -1 and "flags" in record and record["flags"] is None, done.stdout
+
+
 def test_reachctl_help_documents_exit_status():
     result = reachctl(None, "--help")
     assert result.returncode == 0

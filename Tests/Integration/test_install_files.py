@@ -1056,10 +1056,19 @@ def test_install_files_agree():
     assert activation["Exec"] == unit_value(unit, "Service", "ExecStart") == "/usr/libexec/reachabilityd --system"
     assert activation["User"] == unit_value(unit, "Service", "User") == SERVICE_USER
     assert unit_value(unit, "Service", "DynamicUser") in ("yes", "true", "1", "on")
+    # Bus-activated: nothing enables it (no [Install]); its pages are named; any exit that
+    # systemctl did not ask for is restarted (a stray SIGHUP counts as clean for on-failure).
+    assert "Install" not in unit, "reachabilityd.service is started by the bus, never enabled"
+    assert "man:reachabilityd(8)" in " ".join(unit["Unit"]["Documentation"])
+    assert unit_value(unit, "Service", "Restart") == "always"
     owners = {p.get("user") for p in policy.iter("policy") for rule in p if rule.tag == "allow" and rule.get("own")}
     assert SERVICE_USER in owners
     sysusers = [line.split() for line in SYSUSERS.read_text().splitlines() if line.strip() and line[0] != "#"]
-    assert [fields[:2] for fields in sysusers] == [["u", SERVICE_USER]]
+    # The service's user, and the metrics writer's (its unit's User=, in the adm group by the unit).
+    writer = unit_settings(UNIT.parent / "reachabilityd-metrics-textfile.service")
+    assert [fields[:2] for fields in sysusers] == [["u", SERVICE_USER], ["u", unit_value(writer, "Service", "User")]]
+    assert unit_value(writer, "Service", "SupplementaryGroups") == "adm"
+    assert "DynamicUser" not in writer.get("Service", {}), "dbus-daemon drops DynamicUser= clients at Hello"
     interfaces = {interface.get("name") for interface in contract.iter("interface")}
     assert {MANAGER, TARGET} <= interfaces
     assert interfaces - {METRICS} <= ALLOWED_INTERFACES, \

@@ -149,12 +149,48 @@ tests:
       - eval_time: 9m
         alertname: HostLostInternetPath
         exp_alerts: []
+  # The writer: host1's rewrites its file every minute, then stops (file removed at 10m);
+  # host2's hangs at 3m (the file stays, its time does not move). node_exporter runs on both.
+  - interval: 1m
+    input_series:
+      - series: 'node_textfile_scrape_error{{instance="host1"}}'
+        values: '0x30'
+      - series: 'node_textfile_scrape_error{{instance="host2"}}'
+        values: '0x30'
+      - series: 'reachctl_textfile_updated_timestamp_seconds{{instance="host1"}}'
+        values: '0+60x10'
+      - series: 'reachctl_textfile_updated_timestamp_seconds{{instance="host2"}}'
+        values: '0+60x3 180x26'
+    alert_rule_test:
+      - eval_time: 5m
+        alertname: ReachabilityMetricsWriterDown
+        exp_alerts: []
+      - eval_time: 12m
+        alertname: ReachabilityMetricsWriterDown
+        exp_alerts:
+          - exp_labels: {{severity: warning, instance: host2}}
+            exp_annotations:
+              summary: "host2: reachabilityd's metrics are not being written"
+              description: "The file node_exporter reads reachabilityd's metrics from on host2 is missing or more than 3 minutes old: `systemctl status reachabilityd-metrics-textfile` there says why."
+      - eval_time: 25m
+        alertname: ReachabilityMetricsWriterDown
+        exp_alerts:
+          - exp_labels: {{severity: warning, instance: host1}}
+            exp_annotations:
+              summary: "host1: reachabilityd's metrics are not being written"
+              description: "The file node_exporter reads reachabilityd's metrics from on host1 is missing or more than 3 minutes old: `systemctl status reachabilityd-metrics-textfile` there says why."
+          - exp_labels: {{severity: warning, instance: host2}}
+            exp_annotations:
+              summary: "host2: reachabilityd's metrics are not being written"
+              description: "The file node_exporter reads reachabilityd's metrics from on host2 is missing or more than 3 minutes old: `systemctl status reachabilityd-metrics-textfile` there says why."
 """
 
 
 def test_alert_rule_fires_when_the_internet_path_is_lost(tmp_path):
     """data/reachabilityd.rules.yml: an unreachable host target alone never fires; the internet
-    target unreachable for 5 minutes does, and stops when it is back."""
+    target unreachable for 5 minutes does, and stops when it is back. A writer of the textfile
+    that stopped (its file removed) or hangs (its liveness time stands still) fires
+    ReachabilityMetricsWriterDown; one that writes does not."""
     rules = harness.REPO / "data" / "reachabilityd.rules.yml"
     test = tmp_path / "rules_test.yml"
     test.write_text(RULES_TEST.format(rules=rules))

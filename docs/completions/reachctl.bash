@@ -242,12 +242,15 @@ _reachctl_metrics() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--textfile)
+    non_repeating_options=(--textfile --liveness)
     __reachctl_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--textfile')
+        return
+        ;;
+    '--liveness')
         return
         ;;
     esac

@@ -33,7 +33,7 @@ function __reachctl_parse_tokens -S
         case 'doctor'
             __reachctl_parse_subcommand 0 'version' 'h/help'
         case 'metrics'
-            __reachctl_parse_subcommand 0 'textfile=' 'version' 'h/help'
+            __reachctl_parse_subcommand 0 'textfile=' 'liveness=' 'version' 'h/help'
         case 'help'
             __reachctl_parse_subcommand -r 1 'version'
         end
@@ -123,6 +123,7 @@ complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_opti
 complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl doctor" version' -l 'version' -d 'Show the version.'
 complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl doctor" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl metrics" textfile' -l 'textfile' -d 'Keep FILE up to date instead of printing once.' -rfka ''
+complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl metrics" liveness' -l 'liveness' -d 'With --textfile: rewrite FILE at least this often, with the time in reachctl_textfile_updated_timestamp_seconds, so that its age tells a stopped writer from a quiet network (the daemon is not asked again).' -rfka ''
 complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl metrics" version' -l 'version' -d 'Show the version.'
 complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl metrics" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'reachctl' -n '__reachctl_should_offer_completions_for_flags_or_options "reachctl help" version' -l 'version' -d 'Show the version.'

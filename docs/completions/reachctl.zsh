@@ -147,6 +147,7 @@ _reachctl_metrics() {
     local -i ret=1
     local -ar arg_specs=(
         '--textfile[Keep FILE up to date instead of printing once.]:FILE:'
+        '--liveness[With --textfile\: rewrite FILE at least this often, with the time in reachctl_textfile_updated_timestamp_seconds, so that its age tells a stopped writer from a quiet network (the daemon is not asked again).]:SECONDS:'
         '--version[Show the version.]'
         '(-h --help)'{-h,--help}'[Show help information.]'
     )

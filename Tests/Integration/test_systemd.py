@@ -1,0 +1,394 @@
+"""reachabilityd as a distribution ships and runs it: the Debian package,
+installed in a container booted with a real systemd (``container.py``), on
+dbus-daemon and on dbus-broker as the system bus.
+
+* The package: ``dpkg-buildpackage -us -uc -b`` in the checkout (once per
+  run, the release build ``install.sh`` makes; ``$REACH_TEST_DEB`` names a
+  ready .deb instead), lintian without errors (its output is kept in
+  ``.build/deb/lintian.txt``).
+* Installed with ``dpkg -i``: nothing enabled, the first call starts the
+  service, the man pages are there, ``systemd-analyze security`` at most 1.5
+  and ``verify`` clean; ``dpkg -r`` leaves no activatable name and
+  ``--purge`` no file.
+* Metrics: a unit with ``SupplementaryGroups=adm`` reads them; the shipped
+  writer unit writes its file and removes it when it stops.
+* The service's life (issue "every client holds the current truth"): the
+  first call after every stop gets the evaluated answer; ``systemctl stop``
+  under a running ``reachctl watch`` and a library listener; ``SIGHUP``.
+
+The container has only ``lo``; :func:`add_uplink` makes a veth pair inside
+with an address and a default route, so that the internet is reachable
+(Status 2). Needs root, systemd-container, util-linux, dpkg-dev, debhelper,
+lintian and Swift on PATH (to build the package), and network access once
+to fetch dbus-broker with ``apt-get download``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+import container as ct
+import harness
+from conftest import CI, require
+
+REPO = harness.REPO
+SERVICE = harness.SERVICE
+OUT = REPO / ".build" / "deb"
+BUILD_TIMEOUT = 3600
+BUSES = ["dbus-daemon", "dbus-broker"]
+ISSUE_27 = pytest.mark.xfail(strict=False, reason="needs issue 27 daemon/client changes")
+
+
+def _need(*missing_lists) -> None:
+    missing = [m for ms in missing_lists for m in ms]
+    if not missing:
+        return
+    message = "needs " + ", ".join(missing)
+    if CI:
+        pytest.fail(message + " (CI is set: a missing requirement is a failure)", pytrace=False)
+    pytest.skip(message)
+
+
+# --- the package, built once per run ---------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def deb() -> Path:
+    """The reachabilityd .deb: ``$REACH_TEST_DEB``, or built in the checkout by
+    ``dpkg-buildpackage`` (files under .build/deb), and checked by lintian."""
+    if os.environ.get("REACH_TEST_DEB"):
+        return Path(os.environ["REACH_TEST_DEB"]).resolve()
+    _need([f"the {name} command" for name in ("dpkg-buildpackage", "dh", "lintian", "swift")
+           if harness.tool(name) is None])
+    OUT.mkdir(parents=True, exist_ok=True)
+    changes = OUT / "reachabilityd.changes"
+    # --no-pre-clean: `debian/rules clean` removes .build-static, the release build that
+    # install.sh (and test_install.py) share with the package; the package's own
+    # staging directory is emptied by dh_prep anyway.
+    command = ["dpkg-buildpackage", "-us", "-uc", "-b", "--no-pre-clean",
+               f"--buildinfo-file={OUT}/reachabilityd.buildinfo", f"--buildinfo-option=-u{OUT}",
+               f"--changes-file={changes}", f"--changes-option=-u{OUT}"]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=BUILD_TIMEOUT,
+                          env=dict(os.environ, REACHABILITYD_DEB_DIR=str(OUT)), check=False)
+    (OUT / "build.log").write_text(done.stdout + done.stderr)
+    assert done.returncode == 0, f"dpkg-buildpackage failed ({done.returncode}):\n{done.stdout[-6000:]}\n{done.stderr[-4000:]}"
+    lintian = subprocess.run(["lintian", "--pedantic", "--display-info", "--display-experimental", str(changes)],
+                             capture_output=True, text=True, timeout=600, check=False)
+    (OUT / "lintian.txt").write_text(lintian.stdout + lintian.stderr)
+    [package] = [p for p in OUT.glob("reachabilityd_*.deb")]
+    return package
+
+
+@pytest.fixture(scope="session")
+def broker_deb() -> Path:
+    return ct.download_dbus_broker(OUT / "dbus-broker")
+
+
+def boot(request, bus: str, broker_deb_path: Path | None) -> ct.Container:
+    """A booted container with ``bus`` as its system bus, closed when the test ends."""
+    _need(ct.requirements())
+    box = ct.Container(binds=[REPO])
+    request.addfinalizer(box.close)
+    labs = getattr(request.node, "reach_labs", None)
+    if labs is None:
+        labs = request.node.reach_labs = []
+    labs.append(box)
+    box.start()
+    if bus == "dbus-broker":
+        assert broker_deb_path is not None
+        box.run(["dpkg", "-i", str(broker_deb_path)], timeout=120)
+        box.reboot()
+        assert "dbus-broker" in box.run(["systemctl", "show", "-P", "ExecStart", "dbus.service"]).stdout
+    return box
+
+
+def install_deb(box: ct.Container, package: Path) -> None:
+    box.run(["dpkg", "-i", str(package)], timeout=120)
+
+
+def add_uplink(box: ct.Container) -> None:
+    """A veth pair inside the container, an address on one end and a default route
+    through the other: the internet target's answer is Status 2."""
+    box.sh("ip link add up0 type veth peer name up1; ip link set up1 up; ip link set up0 up; "
+           "ip addr add 192.0.2.10/24 dev up0; ip route add default via 192.0.2.1 dev up0 onlink")
+
+
+def reachctl_json(box: ct.Container, *arguments: str, user: str | None = None) -> tuple:
+    done = box.run(["reachctl", "--daemon", "--json", *arguments], check=False, user=user, timeout=30)
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return done, lines
+
+
+def unit_property(box: ct.Container, unit: str, name: str) -> str:
+    return box.run(["systemctl", "show", "-P", name, unit]).stdout.strip()
+
+
+class Lines:
+    """A process's standard output read line by line with a deadline (no sleeps)."""
+
+    def __init__(self, process: subprocess.Popen) -> None:
+        self.process = process
+        self.seen: list = []
+        self._buffer = b""
+
+    def wait_for(self, predicate, what: str, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\n" in self._buffer:
+                line, self._buffer = self._buffer.split(b"\n", 1)
+                text = line.decode(errors="replace")
+                self.seen.append(text)
+                if predicate(text):
+                    return text
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise harness.WaitTimeout(f"{what}: not within {timeout} s; its lines: {self.seen[-20:]}")
+            ready, _, _ = select.select([self.process.stdout], [], [], left)
+            if ready:
+                chunk = os.read(self.process.stdout.fileno(), 65536)
+                if not chunk:
+                    raise harness.WaitTimeout(f"{what}: the process ended ({self.process.poll()}); "
+                                              f"its lines: {self.seen[-20:]}")
+                self._buffer += chunk
+
+
+# --- the package -------------------------------------------------------------------
+
+
+def test_lintian_reports_no_error(deb):  # pylint: disable=redefined-outer-name,unused-argument
+    report = (OUT / "lintian.txt").read_text() if (OUT / "lintian.txt").exists() else ""
+    if os.environ.get("REACH_TEST_DEB"):
+        pytest.skip("REACH_TEST_DEB names a package built elsewhere: lintian ran there")
+    errors = [line for line in report.splitlines() if line.startswith("E:")]
+    assert not errors, "lintian errors:\n" + report
+    # Every override in debian/ says why (a comment right above it).
+    for overrides in (REPO / "debian").glob("*lintian-overrides"):
+        lines = overrides.read_text().splitlines()
+        for index, line in enumerate(lines):
+            if line.strip() and not line.startswith("#"):
+                assert index > 0 and lines[index - 1].startswith("#"), f"{overrides.name}: {line} has no reason"
+
+
+@pytest.mark.parametrize("bus", BUSES)
+def test_package_installs_is_activated_and_removes_cleanly(request, deb, broker_deb, bus):  # pylint: disable=redefined-outer-name
+    box = boot(request, bus, broker_deb if bus == "dbus-broker" else None)
+    install_deb(box, deb)
+    add_uplink(box)
+    # Installed, not enabled, not started: the bus starts it.
+    enabled = box.run(["systemctl", "is-enabled", "reachabilityd.service"], check=False).stdout.strip()
+    assert enabled != "enabled", enabled
+    assert enabled == "static", f"reachabilityd.service is {enabled!r}, expected static (no [Install])"
+    assert unit_property(box, "reachabilityd.service", "ActiveState") == "inactive"
+    assert box.run(["getent", "passwd", "reachabilityd"]).stdout.startswith("reachabilityd:")
+    # The first call starts it, through the bus and systemd.
+    done, answers = reachctl_json(box, "status")
+    assert done.returncode in (0, 1) and answers, f"reachctl: {done.returncode}\n{done.stdout}{done.stderr}"
+    assert unit_property(box, "reachabilityd.service", "ActiveState") == "active"
+    assert unit_property(box, "reachabilityd.service", "MainPID") != "0"
+    # Documents where readers look.
+    for page in ("reachabilityd", SERVICE, "reachctl"):
+        where = box.run(["man", "-w", page], check=False)
+        assert where.returncode == 0, f"man {page}: {where.stderr}"
+    assert box.path(f"/usr/share/dbus-1/interfaces/{SERVICE}.xml").is_file()
+    assert box.path("/usr/share/bash-completion/completions/reachctl").is_file()
+    # The unit as installed: verify clean (its Documentation= pages exist), and the exposure.
+    verify = box.run(["systemd-analyze", "verify", "reachabilityd.service"], check=False)
+    assert verify.returncode == 0 and not verify.stderr.strip(), verify.stderr
+    security = box.run(["systemd-analyze", "security", "--no-pager", "reachabilityd.service"]).stdout
+    exposure = float(re.search(r"Overall exposure level for reachabilityd.service: ([0-9.]+)", security)[1])
+    (OUT / f"security-{bus}.txt").write_text(security)
+    assert exposure <= 1.5, security
+    # Removed: the name is no longer activatable, the daemon is gone; purged: no file left.
+    files = [line.split(None, 5)[-1].lstrip(".") for line in
+             subprocess.run(["dpkg-deb", "-c", str(deb)], capture_output=True, text=True, check=True).stdout.splitlines()
+             if not line.startswith("d")]
+    box.run(["dpkg", "-r", "reachabilityd"], timeout=120)
+    names = box.run(["busctl", "--system", "list", "--activatable", "--no-legend"]).stdout
+    assert SERVICE not in names, names
+    assert unit_property(box, "reachabilityd.service", "ActiveState") in ("inactive", "")
+    box.run(["dpkg", "--purge", "reachabilityd"], timeout=120)
+    left = [f for f in files if box.path(f).exists() or box.path(f).is_symlink()]
+    assert not left, f"left after --purge: {left}"
+
+
+def test_install_sh_uninstall_removes_every_file(request):
+    """install.sh --uninstall, in a stage: every file install.sh put there is gone."""
+    require(root=False, networkmanager=False, daemon=False)
+    stage = harness.short_tmpdir("reach-uninstall-")
+    request.addfinalizer(lambda: shutil.rmtree(stage, ignore_errors=True))
+    env = dict(os.environ, DESTDIR=str(stage))
+    done = subprocess.run([str(REPO / "install.sh")], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=BUILD_TIMEOUT, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    installed = [p for p in stage.rglob("*") if p.is_file()]
+    assert len(installed) >= 10, installed
+    done = subprocess.run([str(REPO / "install.sh"), "--uninstall"], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not [p for p in stage.rglob("*") if p.is_file()], done.stdout
+
+
+# --- metrics: credentials from the bus, the writer unit ------------------------------
+
+
+@pytest.mark.parametrize("bus", BUSES)
+def test_supplementary_adm_reads_metrics_and_writer_unit(request, deb, broker_deb, bus):  # pylint: disable=redefined-outer-name
+    box = boot(request, bus, broker_deb if bus == "dbus-broker" else None)
+    install_deb(box, deb)
+    add_uplink(box)
+    base = ["systemd-run", "--wait", "--pipe", "--quiet", "-p", "User=reachabilityd-metrics"]
+    # Without adm: refused, and the refusal said once.
+    refused = box.run([*base, "reachctl", "metrics"], check=False)
+    assert refused.returncode != 0, refused.stdout
+    text = refused.stdout + refused.stderr
+    assert text.count("adm") == 1, text
+    # With SupplementaryGroups=adm (not in /etc/group's adm): the bus tells the daemon the groups.
+    allowed = box.run([*base, "-p", "SupplementaryGroups=adm", "reachctl", "metrics"], check=False)
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    assert "reachability_target_reachable" in allowed.stdout
+    # The writer unit: its file appears, carries the liveness sample, and goes when it stops.
+    box.sh("install -d -m 755 /var/lib/prometheus/node-exporter; "
+           "setfacl -m u:reachabilityd-metrics:rwx /var/lib/prometheus/node-exporter 2>/dev/null || "
+           "chown reachabilityd-metrics /var/lib/prometheus/node-exporter")
+    box.run(["systemctl", "start", "reachabilityd-metrics-textfile.service"])
+    textfile = box.path("/var/lib/prometheus/node-exporter/reachability.prom")
+    harness.wait_until(textfile.exists, 15, "the writer unit's file", poll=0.1)
+    harness.wait_until(lambda: "reachctl_textfile_updated_timestamp_seconds" in textfile.read_text(), 15,
+                       "the liveness sample in the file", poll=0.1)
+    assert "reachability_target_reachable" in textfile.read_text()
+    box.run(["systemctl", "stop", "reachabilityd-metrics-textfile.service"])
+    assert not textfile.exists(), "the writer left its file behind when it stopped"
+
+
+# --- the service's life: every client holds the current truth --------------------
+
+
+def example_binary() -> Path:
+    """The library's example listener (reachability-example), from the build under test."""
+    return harness.daemon_binary().parent / "reachability-example"
+
+
+@ISSUE_27
+@pytest.mark.parametrize("bus", BUSES)
+def test_first_call_after_every_stop_gets_the_evaluated_answer(request, deb, broker_deb, bus):  # pylint: disable=redefined-outer-name
+    """The call the bus starts the service for is answered after the first evaluation:
+    Status 2 through the container's uplink, 10 of 10."""
+    box = boot(request, bus, broker_deb if bus == "dbus-broker" else None)
+    install_deb(box, deb)
+    add_uplink(box)
+    answers = []
+    for _ in range(10):
+        box.run(["systemctl", "stop", "reachabilityd.service"])
+        assert unit_property(box, "reachabilityd.service", "ActiveState") == "inactive"
+        done, lines = reachctl_json(box, "status")
+        answers.append((done.returncode, [(a.get("status"), a.get("flags")) for a in lines], done.stderr.strip()))
+    wrong = [a for a in answers if a[0] != 0 or a[1] != [(2, 2)]]
+    assert not wrong, f"{len(wrong)} of 10 first calls were not answered Status 2, Flags 2: {answers}"
+
+
+@ISSUE_27
+@pytest.mark.parametrize("bus", BUSES)
+def test_stopped_service_comes_back_to_watchers(request, deb, broker_deb, bus):  # pylint: disable=redefined-outer-name
+    """systemctl stop under a running `reachctl watch` and a library listener: both show
+    Unknown, then the truth again within 2 s, because the clients start the service again."""
+    box = boot(request, bus, broker_deb if bus == "dbus-broker" else None)
+    install_deb(box, deb)
+    add_uplink(box)
+    example = example_binary()
+    _need([] if example.exists() else [f"{example} (swift build)"])
+    watch = box.popen(["reachctl", "--daemon", "--json", "watch"], stdout=subprocess.PIPE,
+                      stderr=subprocess.DEVNULL)
+    listener = box.popen([str(example), "--daemon"], stdout=subprocess.PIPE, stdin=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL)
+    request.addfinalizer(lambda: (box.stop(watch), box.stop(listener)))
+    watch_lines, listener_lines = Lines(watch), Lines(listener)
+
+    def watch_status(status):
+        return lambda line: line.startswith("{") and json.loads(line).get("status") == status
+
+    def listener_status(status):
+        word = {2: "reachable-ethernetOrWiFi", -1: "unknown"}[status]
+        return lambda line: line.startswith(f"status {word} ")
+
+    watch_lines.wait_for(watch_status(2), "reachctl watch: Status 2", timeout=20)
+    listener_lines.wait_for(listener_status(2), "the library listener: status 2", timeout=20)
+    for round_ in range(3):
+        box.run(["systemctl", "stop", "reachabilityd.service"])
+        stopped = time.monotonic()
+        watch_lines.wait_for(watch_status(-1), f"round {round_}: reachctl watch shows Unknown", timeout=5)
+        listener_lines.wait_for(listener_status(-1), f"round {round_}: the listener shows unknown", timeout=5)
+        left = 2.0 - (time.monotonic() - stopped)
+        watch_lines.wait_for(watch_status(2), f"round {round_}: reachctl watch: Status 2 within 2 s of the stop",
+                             timeout=max(left, 0.01))
+        left = 2.0 - (time.monotonic() - stopped)
+        listener_lines.wait_for(listener_status(2), f"round {round_}: the listener: status 2 within 2 s of the stop",
+                                timeout=max(left, 0.01))
+        assert unit_property(box, "reachabilityd.service", "ActiveState") == "active"
+
+
+@ISSUE_27
+@pytest.mark.parametrize("bus", BUSES)
+def test_sighup_leaves_a_running_service(request, deb, broker_deb, bus):  # pylint: disable=redefined-outer-name
+    """kill -HUP: the same process still serves (no exit, so no restart either)."""
+    box = boot(request, bus, broker_deb if bus == "dbus-broker" else None)
+    install_deb(box, deb)
+    add_uplink(box)
+    reachctl_json(box, "status")
+    pid = unit_property(box, "reachabilityd.service", "MainPID")
+    assert pid != "0"
+    box.run(["kill", "-HUP", pid])
+    # A call answered after the signal: had the signal ended the process, the bus would
+    # have started a new one (or systemd restarted it) with another PID.
+    done, lines = reachctl_json(box, "status")
+    assert done.returncode == 0 and lines, done.stdout + done.stderr
+    assert unit_property(box, "reachabilityd.service", "MainPID") == pid
+    assert unit_property(box, "reachabilityd.service", "NRestarts") == "0"
+    assert unit_property(box, "reachabilityd.service", "ActiveState") == "active"
+
+
+# --- doctor: the real cause, bounded --------------------------------------------------
+
+
+@pytest.mark.parametrize("bus", BUSES)
+def test_doctor_names_why_the_start_failed(request, deb, broker_deb, bus):  # pylint: disable=redefined-outer-name
+    """A masked unit, then a unit whose start fails: doctor says so (the unit's state, its
+    journal's last line), in one sentence with one full stop, within its time bound, and
+    never tells to install the activation file it found."""
+    box = boot(request, bus, broker_deb if bus == "dbus-broker" else None)
+    install_deb(box, deb)
+
+    def doctor():
+        started = time.monotonic()
+        done = box.run(["reachctl", "doctor"], check=False, timeout=60)
+        return done, time.monotonic() - started
+
+    box.run(["systemctl", "mask", "reachabilityd.service"])
+    done, took = doctor()
+    text = done.stdout + done.stderr
+    assert done.returncode == 2, text
+    assert "reachabilityd.service is masked (systemctl unmask reachabilityd.service)." in text, text
+    assert ".." not in text.replace("...", ""), text
+    assert "install" not in text.split("activatable", 1)[1], text
+    assert took < 15, f"doctor took {took:.1f} s"
+
+    box.run(["systemctl", "unmask", "reachabilityd.service"])
+    box.path("/etc/systemd/system/reachabilityd.service.d").mkdir(parents=True)
+    box.path("/etc/systemd/system/reachabilityd.service.d/broken.conf").write_text(
+        "[Service]\nExecStart=\nExecStart=/bin/sh -c 'echo reachtest: cannot start >&2; exit 3'\nRestart=no\n")
+    box.run(["systemctl", "daemon-reload"])
+    done, took = doctor()
+    text = done.stdout + done.stderr
+    assert done.returncode == 2, text
+    assert "reachabilityd.service failed to start" in text and "exit status 3" in text, text
+    assert "reachtest: cannot start" in text, text
+    assert "install" not in text.split("activatable", 1)[1], text
+    assert took < 15, f"doctor took {took:.1f} s"
