@@ -45,7 +45,6 @@ SERVICE = harness.SERVICE
 OUT = REPO / ".build" / "deb"
 BUILD_TIMEOUT = 3600
 BUSES = ["dbus-daemon", "dbus-broker"]
-ISSUE_27 = pytest.mark.xfail(strict=False, reason="needs issue 27 daemon/client changes")
 
 
 def _need(*missing_lists) -> None:
@@ -277,7 +276,6 @@ def example_binary() -> Path:
     return harness.daemon_binary().parent / "reachability-example"
 
 
-@ISSUE_27
 @pytest.mark.parametrize("bus", BUSES)
 def test_first_call_after_every_stop_gets_the_evaluated_answer(request, deb, broker_deb, bus):  # pylint: disable=redefined-outer-name
     """The call the bus starts the service for is answered after the first evaluation:
@@ -295,7 +293,6 @@ def test_first_call_after_every_stop_gets_the_evaluated_answer(request, deb, bro
     assert not wrong, f"{len(wrong)} of 10 first calls were not answered Status 2, Flags 2: {answers}"
 
 
-@ISSUE_27
 @pytest.mark.parametrize("bus", BUSES)
 def test_stopped_service_comes_back_to_watchers(request, deb, broker_deb, bus):  # pylint: disable=redefined-outer-name
     """systemctl stop under a running `reachctl watch` and a library listener: both show
@@ -335,7 +332,6 @@ def test_stopped_service_comes_back_to_watchers(request, deb, broker_deb, bus): 
         assert unit_property(box, "reachabilityd.service", "ActiveState") == "active"
 
 
-@ISSUE_27
 @pytest.mark.parametrize("bus", BUSES)
 def test_sighup_leaves_a_running_service(request, deb, broker_deb, bus):  # pylint: disable=redefined-outer-name
     """kill -HUP: the same process still serves (no exit, so no restart either)."""
