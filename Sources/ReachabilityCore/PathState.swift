@@ -50,9 +50,13 @@ public struct PathState: Sendable, Hashable {
     public var isConstrained: Bool
     /// The preferred interface's link quality (`Engine.linkQuality`).
     public var linkQuality: LinkQuality
+    /// Why the internet is not reachable (the internet target's `reason`); `nil` when it is.
+    public var reason: Reason?
 
     public init(interfaces: [PathInterface] = [], flags: ReachabilityFlags = [], dnsConfigured: Bool = false,
-                isExpensive: Bool = false, isConstrained: Bool = false, linkQuality: LinkQuality = .unknown) {
+                isExpensive: Bool = false, isConstrained: Bool = false, linkQuality: LinkQuality = .unknown,
+                reason: Reason? = nil) {
+        self.reason = reason
         self.linkQuality = linkQuality
         self.interfaces = interfaces
         self.flags = flags

@@ -116,7 +116,12 @@ extension Netlink {
                 for datagram in try receiveMany() {
                     for (header, body) in Self.messages(in: datagram[...]) {
                         guard let index = indexBySequence.removeValue(forKey: header.nlmsg_seq) else { continue }
-                        if header.nlmsg_type == RTM_NEWROUTE, var (route, _, _, _) = Self.parseRoute(body) {
+                        if header.nlmsg_type == NLMSG_ERROR {
+                            let code: Int32 = body.count >= 4 ? body.withUnsafeBytes { $0.loadUnaligned(as: Int32.self) } : 0
+                            results[index] = Self.refusal(errno: -code, query: queries[index])
+                        } else if header.nlmsg_type == RTM_NEWROUTE, var (route, _, _, _) = Self.parseRoute(body) {
+                            // Asked with a source, the kernel echoes it in `RTA_SRC` and gives no `RTA_PREFSRC`.
+                            if route.source == nil, let source = queries[index].source { route.source = source.description }
                             if let bound = queries[index].interface {
                                 route.interfaceIndex = bound
                                 let hops = Self.nextHops(Self.attributes(body, from: MemoryLayout<rtmsg>.size))
@@ -127,13 +132,60 @@ extension Netlink {
                             }
                             results[index] = route
                         }
-                        // NLMSG_ERROR: no route (ENETUNREACH…), or a prohibit/blackhole route: nil.
+                        // NLMSG_ERROR: no route (ENETUNREACH…): nil; a route that refuses: `unusable`.
                     }
                 }
             }
             start = batch.upperBound
         }
         return results
+    }
+
+    /// The answer a lookup's error stands for: the kernel answers a lookup that ends
+    /// on an `unreachable`, `prohibit` or `blackhole` route with that route's error
+    /// (`EHOSTUNREACH`, `EACCES`, `EINVAL`), and one that finds no route with
+    /// `ENETUNREACH`. Asked with a source, `EINVAL` means the source is not this
+    /// host's: no route.
+    private nonisolated static func refusal(errno code: Int32, query: Query) -> RouteFact? {
+        let rejection: String
+        switch code {
+        case EHOSTUNREACH: rejection = "unreachable"
+        case EACCES: rejection = "prohibit"
+        case EINVAL where query.source == nil: rejection = "blackhole"
+        default: return nil
+        }
+        return RouteFact(kind: .unusable, hasGateway: false, interfaceIndex: 0, rejection: rejection)
+    }
+
+    /// Every address of every link (`RTM_GETADDR` dump), with its DAD state
+    /// (`ifa_flags`, extended by `IFA_FLAGS`) and scope.
+    public func addresses() throws(NetlinkError) -> [AddressFact] {
+        var message = ifaddrmsg()
+        message.ifa_family = UInt8(AF_UNSPEC)
+        let answer = try request(type: UInt16(RTM_GETADDR), flags: NLM_F_DUMP,
+                                 payload: withUnsafeBytes(of: message) { Array($0) })
+        return answer.compactMap { type, body in type == RTM_NEWADDR ? Self.parseAddress(body) : nil }
+    }
+
+    /// One `RTM_NEWADDR` message as an address fact.
+    nonisolated static func parseAddress(_ body: [UInt8]) -> AddressFact? {
+        guard body.count >= MemoryLayout<ifaddrmsg>.size else { return nil }
+        let header = body.withUnsafeBytes { $0.loadUnaligned(as: ifaddrmsg.self) }
+        let attrs = attributes(body, from: MemoryLayout<ifaddrmsg>.size)
+        guard let bytes = attrs[UInt16(IFA_LOCAL)] ?? attrs[UInt16(IFA_ADDRESS)], let text = addressText(bytes)
+        else { return nil }
+        let flags = int32(attrs[UInt16(IFA_FLAGS)]).map { UInt32(bitPattern: $0) } ?? UInt32(header.ifa_flags)
+        let scope: AddressFact.Scope =
+            switch Int32(header.ifa_scope) {
+            case Int32(RT_SCOPE_UNIVERSE.rawValue): .global
+            case Int32(RT_SCOPE_SITE.rawValue): .site
+            case Int32(RT_SCOPE_LINK.rawValue): .link
+            default: .host
+            }
+        return AddressFact(
+            address: text, family: bytes.count == 4 ? .ipv4 : .ipv6, interfaceIndex: Int32(header.ifa_index),
+            scope: scope, isTentative: flags & UInt32(IFA_F_TENTATIVE) != 0,
+            isDADFailed: flags & UInt32(IFA_F_DADFAILED) != 0, isOptimistic: flags & UInt32(IFA_F_OPTIMISTIC) != 0)
     }
 
     /// Waits for answers and returns every datagram queued, up to 64 per system

@@ -75,8 +75,9 @@ public final class NetworkObserver: NetworkFactSource {
                                  connectivity: nm?.connectivity ?? .unknown, devices: nm?.devices ?? [:])
         do {
             facts.links = try netlink.links()
+            facts.addresses = try netlink.addresses()
         } catch {
-            Log.error("cannot read the kernel's links: \(error)")
+            Log.error("cannot read the kernel's links and addresses: \(error)")
         }
         return facts
     }
