@@ -400,7 +400,7 @@ extension ReachabilityState {
             interfaceType: InterfaceType(rawValue: string(.interfaceType)) ?? .other, addresses: addresses,
             connectivity: Connectivity(rawValue: string(.connectivity)) ?? .unknown, isMetered: bool(.metered),
             isVPN: bool(.vpn), reachableIPv4: bool(.reachableIPv4), reachableIPv6: bool(.reachableIPv6),
-            error: string(.error))
+            reason: Reason(rawValue: string(.reason)), error: string(.error))
     }
 }
 
@@ -418,7 +418,8 @@ extension PathState {
         let quality = p[Contract.Path.linkQuality.name]?.stringValue.flatMap { LinkQuality(rawValue: $0) }
         self.init(interfaces: interfaces, flags: flags, dnsConfigured: bool(Contract.Path.dnsConfigured.name),
                   isExpensive: bool(Contract.Path.expensive.name), isConstrained: bool(Contract.Path.constrained.name),
-                  linkQuality: quality ?? .unknown)
+                  linkQuality: quality ?? .unknown,
+                  reason: p[Contract.Path.reason.name]?.stringValue.flatMap { Reason(rawValue: $0) })
     }
 }
 

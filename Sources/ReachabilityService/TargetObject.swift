@@ -87,6 +87,7 @@ final class TargetObject {
             Property(Contract.Target.vpn) { .boolean($0.state.isVPN) },
             Property(Contract.Target.reachableIPv4) { .boolean($0.state.reachableIPv4) },
             Property(Contract.Target.reachableIPv6) { .boolean($0.state.reachableIPv6) },
+            Property(Contract.Target.reason) { .string($0.state.reason?.rawValue ?? "") },
             Property(Contract.Target.error) { .string($0.state.error) },
             Property(Contract.Target.lastChanged) { .uint64($0.lastChanged) },
         ],
@@ -108,6 +109,7 @@ extension TargetState {
                 case .vpn: .boolean(isVPN)
                 case .reachableIPv4: .boolean(reachableIPv4)
                 case .reachableIPv6: .boolean(reachableIPv6)
+                case .reason: .string(reason?.rawValue ?? "")
                 case .error: .string(error)
                 }
             return (key.rawValue, value)
