@@ -67,4 +67,15 @@ public struct PathState: Sendable, Hashable {
 
     /// Nothing known yet, or no interface at all.
     public static let none = PathState()
+
+    /// The path in a few words, for the log: "usable: eth0 (IPv4, IPv6), wlan0 (IPv4)",
+    /// "no usable interface (no-carrier)".
+    public var summary: String {
+        let usable = interfaces.filter(\.isUsable).map { entry in
+            let families = [entry.usableIPv4 ? "IPv4" : nil, entry.usableIPv6 ? "IPv6" : nil].compactMap { $0 }
+            return "\(entry.name) (\(families.joined(separator: ", ")))"
+        }
+        if usable.isEmpty { return "no usable interface" + (reason.map { " (\($0.rawValue))" } ?? "") }
+        return "usable: " + usable.joined(separator: ", ")
+    }
 }

@@ -58,4 +58,13 @@ public struct TargetState: Sendable, Hashable {
     public var isReachableViaWWAN: Bool { isReachable && interfaceType == .wwan }
     public var isReachableViaEthernet: Bool { isReachable && interfaceType == .ethernet }
     public var isConnectionRequired: Bool { exportedFlags.contains(.connectionRequired) }
+
+    /// The answer in a few words, for the log: "reachable via eth0", "not reachable
+    /// (no carrier on wlan0)", "unknown".
+    public var summary: String {
+        guard flags != nil else { return "unknown" }
+        if isReachable { return interface.isEmpty ? "reachable" : "reachable via \(interface)" }
+        let why = error.isEmpty ? reason?.rawValue ?? "" : error
+        return why.isEmpty ? "not reachable" : "not reachable (\(why))"
+    }
 }

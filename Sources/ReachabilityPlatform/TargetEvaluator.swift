@@ -191,14 +191,18 @@ public final class TargetEvaluator {
         defer { answersSettled() }
         let states = targets.map { state(of: $0) }
         let evaluated = MonotonicClock.microseconds()
-        var changed = 0
+        var changed: [WatchedTarget] = []
         for (target, state) in zip(targets, states) where apply(state, to: target) {
-            changed += 1
+            changed.append(target)
         }
         let announced = MonotonicClock.microseconds()
         Instruments.evaluation.recordMicroseconds(evaluated - start)
+        // One line per evaluation, naming what changed and why (the first few).
         Log.debug("evaluated \(targets.count) targets in \(Double(evaluated - start) / 1000) ms; "
-                  + "announced \(changed) changes in \(Double(announced - evaluated) / 1000) ms")
+                  + "announced \(changed.count) changes in \(Double(announced - evaluated) / 1000) ms"
+                  + changed.prefix(5).map { "; \($0.kind == .internet ? "internet" : $0.name): \($0.state.summary)" }
+                      .joined()
+                  + (changed.count > 5 ? "; …" : ""))
         if isPathWanted { evaluatePath() }
         // Announced first; then the names are looked up again.
         for target in targets where target.kind == .host { resolve(target) }

@@ -153,6 +153,12 @@ extension Daemon: EvaluationSink {
 
     public func targetChanged(_ target: WatchedTarget, from old: TargetState) {
         object(for: target)?.announce(from: old)
+        // One notice per change of the internet's answer as a person reads it.
+        if target === internet.target, target.state.summary != old.summary, target.state.flags != nil {
+            let state = target.state
+            Log.notice("internet: \(state.summary)", .internetChanged,
+                       ["REACH_REASON": state.reason?.rawValue ?? "", "REACH_INTERFACE": state.interface])
+        }
         metrics.targetChanged(target)
     }
 
@@ -176,6 +182,9 @@ extension Daemon: EvaluationSink {
     }
 
     public func pathChanged(_ state: PathState) {
+        if state.summary != (paths.object?.state ?? .none).summary {
+            Log.notice("path: \(state.summary)", .pathChanged, ["REACH_REASON": state.reason?.rawValue ?? ""])
+        }
         paths.object?.update(state)
         metrics.pathChanged(state)
     }

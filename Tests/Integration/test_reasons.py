@@ -100,3 +100,30 @@ def test_reachable_has_no_reason(online):
     assert (props["Reason"], props["Error"]) == ("", ""), harness.fmt_props(props)
     record = json.loads(reachctl(lab, "--json").stdout.splitlines()[0])
     assert record["reason"] == "" and record["reachable"], record
+
+
+def test_notice_once_per_change(online):
+    """kveth0 loses carrier and gets it back, twice, with Refresh() calls in between that change
+    nothing: the log has exactly one notice line per change of the internet's answer, naming the
+    link and the cause, and one per change of the path object."""
+    lab, recorder = online.lab, online.recorder
+    assert lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchPath") == (PATH_PATH,)
+    online.sync()
+    start = len(online.daemon.log_text())
+    for _ in range(2):
+        mark = recorder.mark()
+        lab.set_peer(UPLINK_PEER, False)
+        recorder.wait_answer(dict(KERNEL_OFFLINE, Reason="no-carrier"), "no carrier", mark=mark)
+        online.sync()
+        lab.set_peer(UPLINK_PEER, True)
+        recorder.wait_answer(KERNEL_CONNECTED, "carrier back", mark=mark)
+        online.sync()
+    log = online.daemon.log_text()[start:]
+    down = f"<5>internet: not reachable (no carrier on {UPLINK})"
+    up = f"<5>internet: reachable via {UPLINK}"
+    assert log.count(down) == 2 and log.count(up) == 2, log
+    assert log.count("<5>internet: ") == log.count(down) + log.count(up), log
+    assert log.count("<5>path: no usable interface (no-carrier)") == 2, log
+    assert log.count(f"<5>path: usable: {UPLINK} (IPv4)") == 2, log
+    # The debug line of the evaluation names the target and the cause.
+    assert "announced 1 changes in" in log and f"; internet: not reachable (no carrier on {UPLINK})" in log, log
