@@ -87,11 +87,17 @@ public struct LinkFact: Sendable, Hashable {
     public var isTunnel: Bool
     /// `IFF_POINTOPOINT`: whatever is routed through the link leaves the machine.
     public var isPointToPoint: Bool
+    /// The link's group (`IFLA_GROUP`, `ip link set X group N`): rules select by it.
+    public var group: UInt32
+    /// The link's master's index (`IFLA_MASTER`: a bridge, bond or VRF), 0 when none.
+    public var master: Int32
 
     public init(
         index: Int32, name: String, isUp: Bool, hasCarrier: Bool, operState: OperState,
-        kernelType: InterfaceType, isTunnel: Bool, isPointToPoint: Bool = false
+        kernelType: InterfaceType, isTunnel: Bool, isPointToPoint: Bool = false, group: UInt32 = 0, master: Int32 = 0
     ) {
+        self.group = group
+        self.master = master
         self.isPointToPoint = isPointToPoint
         self.index = index
         self.name = name
