@@ -18,6 +18,33 @@ extension Netlink {
         try routesWithLifetimes(addresses.map { Query(address: $0) })
     }
 
+    /// The same, as packets of `uid` would be routed (`RTA_UID`: the policy's
+    /// `uidrange` rules then answer for that user, not for the asking process).
+    public func routes(to addresses: [IPAddress], uid: UInt32) throws(NetlinkError) -> [RouteFact?] {
+        try routesWithLifetimes(addresses.map { Query(address: $0, uid: uid) })
+    }
+
+    /// The uid ranges of the routing policy's rules, both families (`RTM_GETRULE`
+    /// dump, `FRA_UID_RANGE`; the kernel gives it only for a rule that has one).
+    public func uidRules() throws(NetlinkError) -> UIDRules {
+        var ranges: [ClosedRange<UInt32>] = []
+        for family in [AF_INET, AF_INET6] {
+            var message = fib_rule_hdr()
+            message.family = UInt8(family)
+            let answer = try request(type: UInt16(RTM_GETRULE), flags: NLM_F_DUMP,
+                                     payload: withUnsafeBytes(of: message) { Array($0) })
+            for (type, body) in answer where type == RTM_NEWRULE && body.count >= MemoryLayout<fib_rule_hdr>.size {
+                let attrs = Self.attributes(body, from: MemoryLayout<fib_rule_hdr>.size)
+                guard let range = attrs[UInt16(FRA_UID_RANGE)], range.count >= 8,
+                    let start = Self.int32(Array(range[0..<4])), let end = Self.int32(Array(range[4..<8]))
+                else { continue }
+                let (low, high) = (UInt32(bitPattern: start), UInt32(bitPattern: end))
+                if low <= high { ranges.append(low...high) }
+            }
+        }
+        return UIDRules(ranges: ranges)
+    }
+
     /// The routing-table entries packets to each address would match if bound to
     /// its link (`RTA_OIF`, with `RTM_F_FIB_MATCH`), as leaving through that link,
     /// or `nil` where no entry leads there. Asked without `RTM_F_FIB_MATCH`, the
@@ -96,6 +123,17 @@ extension Netlink {
         /// The packet's source address (`RTA_SRC`).
         var source: IPAddress?
         var fibMatch = false
+        /// The uid whose packets are meant (`RTA_UID`); `nil`: the asking process's.
+        var uid: UInt32?
+
+        init(address: IPAddress, interface: Int32? = nil, source: IPAddress? = nil, fibMatch: Bool = false,
+             uid: UInt32? = nil) {
+            self.address = address
+            self.interface = interface
+            self.source = source
+            self.fibMatch = fibMatch
+            self.uid = uid
+        }
     }
 
     private func routes(_ queries: [Query]) throws(NetlinkError) -> [RouteFact?] {
@@ -236,6 +274,9 @@ extension Netlink {
         }
         if let oif = query.interface ?? (address.scopeIndex != 0 ? address.scopeIndex : nil) {
             payload += attribute(UInt16(RTA_OIF.rawValue), withUnsafeBytes(of: oif) { Array($0) })
+        }
+        if let uid = query.uid {
+            payload += attribute(UInt16(RTA_UID.rawValue), withUnsafeBytes(of: uid) { Array($0) })
         }
         var header = nlmsghdr()
         header.nlmsg_len = UInt32(MemoryLayout<nlmsghdr>.size + payload.count)

@@ -103,6 +103,18 @@ extension NetworkObserver {
         }
     }
 
+    /// The kernel's routes to `addresses` for packets of `uid` (`RTA_UID`).
+    public func routes(to addresses: [IPAddress], uid: UserID) -> [RouteFact?] {
+        asked("look up routes", or: addresses.map { _ in nil }) { () throws(NetlinkError) in
+            try netlink.routes(to: addresses, uid: uid)
+        }
+    }
+
+    /// The routing policy's uid rules (a rule dump).
+    public func uidRules() -> UIDRules {
+        asked("read the routing rules", or: UIDRules()) { () throws(NetlinkError) in try netlink.uidRules() }
+    }
+
     /// The kernel's routes to each address for packets bound to its link.
     public func routes(bound queries: [(address: IPAddress, interface: Int32)]) -> [RouteFact?] {
         asked("look up routes", or: queries.map { _ in nil }) { () throws(NetlinkError) in

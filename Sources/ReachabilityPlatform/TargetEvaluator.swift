@@ -1,4 +1,5 @@
 import CGLib
+import Glibc
 import ReachabilityCore
 import ReachabilityLoop
 
@@ -84,6 +85,10 @@ public final class TargetEvaluator {
         let stale = source?.takeRouteInvalidation() ?? RouteInvalidation(all: true)
         facts = source?.facts() ?? .unknown
         pairAnswers.removeAll()
+        // The rules are read again only when a routing event (rules among them) came.
+        if everything || stale.all || !hasFacts { uidRules = source?.uidRules() ?? UIDRules() }
+        classAnswers.removeAll()
+        classFacts.removeAll()
         if everything || stale.all {
             routes.removeAll(keepingCapacity: true)
         } else {
@@ -402,6 +407,101 @@ public final class TargetEvaluator {
     /// The internet's state now.
     public var internetState: TargetState { Engine.evaluateInternet(facts) }
 
+    // MARK: Answers per caller (uid rules)
+
+    /// The routing policy's uid rules, as of the last reload that followed a routing event.
+    public private(set) var uidRules = UIDRules()
+    /// Route answers per answer class other than this process's, for this evaluation only.
+    private var classAnswers: [AnswerClass: [IPAddress: RouteFact?]] = [:]
+    /// The facts (their internet routes) per answer class other than this process's.
+    private var classFacts: [AnswerClass: NetworkFacts] = [:]
+    /// How many route lookups were made for callers whose uid the rules route otherwise:
+    /// zero while the policy has no uid rule.
+    public private(set) var classLookups = 0
+
+    /// The answer class of `uid` when the uid rules route its packets otherwise than this
+    /// process's (whose answers are the shared ones); `nil` when they do not (no uid rule:
+    /// always `nil`, and nothing more is asked).
+    public func answerClass(of uid: UserID) -> AnswerClass? {
+        guard !uidRules.isEmpty else { return nil }
+        let answerClass = uidRules.answerClass(of: uid)
+        return answerClass == uidRules.answerClass(of: getuid()) ? nil : answerClass
+    }
+
+    /// The kernel's answers for `addresses` for packets of `uid` (of `answerClass`), once per
+    /// class and evaluation.
+    private func routes(_ addresses: [IPAddress], uid: UserID, answerClass: AnswerClass) -> [RouteFact?] {
+        var known = classAnswers[answerClass] ?? [:]
+        let missing = Array(Set(addresses.filter { known[$0] == nil }))
+        if let source, !missing.isEmpty {
+            classLookups += missing.count
+            Log.debug("\(missing.count) lookups for other uids (uid \(uid), uid rules \(answerClass.ranges))")
+            for (address, route) in zip(missing, source.routes(to: missing, uid: uid)) { known[address] = .some(route) }
+        }
+        classAnswers[answerClass] = known
+        return addresses.map { known[$0] ?? nil }
+    }
+
+    /// The facts as callers of `uid` see them: their own internet routes.
+    private func facts(uid: UserID, answerClass: AnswerClass) -> NetworkFacts {
+        if let cached = classFacts[answerClass] { return cached }
+        var own = facts
+        if own.backend != .none {
+            for (family, addresses) in Self.internetDestinations {
+                own.internetRoutes[family] = routes(addresses, uid: uid, answerClass: answerClass)
+            }
+        }
+        classFacts[answerClass] = own
+        return own
+    }
+
+    /// The state of `target` for callers of `uid`: its shared state, unless the uid rules
+    /// route that user's packets otherwise; then evaluated with its uid in every lookup
+    /// (`RTA_UID`), once per answer class. An address pair is asked from its local
+    /// address, as the shared answer (a source address selects its own rules).
+    public func state(of target: WatchedTarget, uid: UserID) -> TargetState {
+        guard let answerClass = answerClass(of: uid), target.kind != .pair else { return target.state }
+        let facts = facts(uid: uid, answerClass: answerClass)
+        func evaluate(_ addresses: [IPAddress]) -> TargetState {
+            let routes = routes(addresses, uid: uid, answerClass: answerClass)
+            return Engine.evaluateAddresses(zip(addresses, routes).map {
+                Engine.AddressRoute(address: $0.description, family: $0.family, route: $1)
+            }, facts: facts)
+        }
+        switch (target.kind, target.resolution) {
+        case (.internet, _): return Engine.evaluateInternet(facts)
+        case (.address, _): return evaluate([target.address!])
+        case (.host, .resolved(let addresses)): return evaluate(addresses)
+        default: return target.state
+        }
+    }
+
+    /// The internet's state now for callers of `uid`.
+    public func internetState(uid: UserID) -> TargetState {
+        guard let answerClass = answerClass(of: uid) else { return internetState }
+        return Engine.evaluateInternet(facts(uid: uid, answerClass: answerClass))
+    }
+
+    /// An address's state now for callers of `uid`, for a one-shot query.
+    public func state(of address: IPAddress, uid: UserID) -> TargetState {
+        guard let answerClass = answerClass(of: uid) else { return state(of: address) }
+        let route = routes([address], uid: uid, answerClass: answerClass)[0]
+        return Engine.evaluateAddresses(
+            [Engine.AddressRoute(address: address.description, family: address.family, route: route)],
+            facts: facts(uid: uid, answerClass: answerClass))
+    }
+
+    /// A host's state with this resolution for callers of `uid`.
+    public func state(of resolution: WatchedTarget.Resolution, uid: UserID) -> TargetState {
+        guard let answerClass = answerClass(of: uid), case .resolved(let addresses) = resolution else {
+            return state(of: resolution)
+        }
+        let routes = routes(addresses, uid: uid, answerClass: answerClass)
+        return Engine.evaluateAddresses(zip(addresses, routes).map {
+            Engine.AddressRoute(address: $0.description, family: $0.family, route: $1)
+        }, facts: facts(uid: uid, answerClass: answerClass))
+    }
+
     /// The state of an address now, for a one-shot query: its route is not kept (a caller
     /// asking about ever new addresses must not grow the cache).
     public func state(of address: IPAddress) -> TargetState {
@@ -443,11 +543,11 @@ public final class TargetEvaluator {
 
     /// Resolves `host` once, without a target, in `owner`'s turn, and gives its state.
     @discardableResult
-    public func evaluate(host: String, owner: UserID = 0, completion: @escaping (TargetState) -> Void)
+    public func evaluate(host: String, owner: UserID = getuid(), completion: @escaping (TargetState) -> Void)
         -> Resolver.Lookup
     {
         resolver.lookup(host, owner: owner) { [unowned self] result in
-            completion(self.state(of: Self.resolution(result)))
+            completion(self.state(of: Self.resolution(result), uid: owner))
         }
     }
 

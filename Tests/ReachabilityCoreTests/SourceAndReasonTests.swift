@@ -143,3 +143,20 @@ struct ReasonTests {
         #expect(state.reason == .lookupFailed && state.error == "no such name")
     }
 }
+
+@Suite("uid rules: one answer per class of callers the rules route alike")
+struct UIDRuleTests {
+    @Test("no rule: one class for everybody")
+    func none() {
+        let rules = UIDRules()
+        #expect(rules.isEmpty && rules.answerClass(of: 0) == rules.answerClass(of: 1000))
+    }
+
+    @Test("users in the same ranges share a class; others do not")
+    func classes() {
+        let rules = UIDRules(ranges: [1000...1999, 1500...1500])
+        #expect(rules.answerClass(of: 1000) == rules.answerClass(of: 1999))
+        #expect(rules.answerClass(of: 1000) != rules.answerClass(of: 1500))
+        #expect(rules.answerClass(of: 0) == .unnamed && rules.answerClass(of: 65534) == .unnamed)
+    }
+}

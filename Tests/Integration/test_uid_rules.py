@@ -1,0 +1,95 @@
+"""The caller's uid in the lookup: ``ip rule … uidrange`` answers as the caller's own packets are routed.
+
+The kernel lab of test_kernel_backend.py (namespace A, ``--backend kernel``, reachable through
+``kveth0``), plus ``ip rule add uidrange 1000-1000 lookup 100`` and ``ip route add unreachable
+default table 100``: uid 1000's packets have no way out, uid 0's do. Clients run as uid 1000 with
+``setpriv`` (gdbus on the lab's bus, reachctl in namespace A with the daemon and without it), root's
+through the test's own connection, both through the same daemon at once. The number of route
+lookups made for callers the rules route otherwise is read from the daemon's debug log: none
+without uid rules.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+
+import harness
+from harness import MANAGER_IFACE, REACHABLE, ROOT_PATH, SERVICE, TARGET_IFACE
+from test_kernel_backend import (  # pylint: disable=unused-import  # fixtures are found by name
+    GATEWAY_V4, KERNEL_CONNECTED, UPLINK, kernel_lab_without_carrier, online)
+
+BIN = harness.daemon_binary().parent
+USER = "1000"
+OUTSIDE = "192.0.2.77"  # on kveth0's own network: the main table routes it, table 100 refuses it
+
+
+def as_user(lab, argv: list, netns: bool = True) -> subprocess.CompletedProcess:
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=lab.bus.address)
+    env.pop("DBUS_SESSION_BUS_ADDRESS", None)
+    prefix = harness.Namespaces.exec_argv(lab.ns_a) if netns else []
+    full = prefix + [harness.need_tool("setpriv"), "--reuid", USER, "--regid", USER, "--clear-groups", *map(str, argv)]
+    return subprocess.run(full, capture_output=True, text=True, timeout=harness.START_TIMEOUT, env=env, check=False)
+
+
+def gdbus_query(lab, target: str) -> tuple:
+    """Manager.Query as uid 1000: (flags, status, reason)."""
+    result = as_user(lab, [harness.need_tool("gdbus"), "call", "--system", "--dest", SERVICE, "--object-path",
+                           ROOT_PATH, "--method", f"{MANAGER_IFACE}.Query", target])
+    assert result.returncode == 0, result.stderr
+    match = re.match(r"\(uint32 (\d+), (-?\d+), ", result.stdout)
+    reason = re.search(r"'reason': <'([^']*)'>", result.stdout)
+    assert match and reason, result.stdout
+    return int(match.group(1)), int(match.group(2)), reason.group(1)
+
+
+def uid_rule(lab) -> None:
+    lab.ip_a("route", "add", "unreachable", "default", "table", "100")
+    lab.ip_a("route", "add", "unreachable", "192.0.2.0/24", "table", "100")
+    lab.ip_a("rule", "add", "pref", "50", "uidrange", f"{USER}-{USER}", "lookup", "100")
+
+
+def root_query(lab, target: str) -> tuple:
+    flags, status, details = lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "Query", "s", (target,))
+    return flags, status, details["reason"]
+
+
+def class_lookups(online) -> int:
+    return sum(int(n) for n in re.findall(r"(\d+) lookups for other uids", online.daemon.log_text()))
+
+
+def test_query_answers_each_caller_for_its_own_uid(online):
+    """Without uid rules, uid 1000 and root get the same answer and no lookup is made for another
+    uid. With the rule: uid 1000's Query of the internet and of an address is not reachable
+    (rejected), root's is reachable, asked of the same daemon one after the other and again."""
+    lab = online.lab
+    assert gdbus_query(lab, "") == (REACHABLE, 2, "")
+    online.sync()
+    assert class_lookups(online) == 0
+    uid_rule(lab)
+    assert "uidrange" in lab.ip_a("rule").stdout
+    online.sync()
+    for _ in range(2):
+        assert gdbus_query(lab, "") == (0, 0, "rejected")
+        assert root_query(lab, "") == (REACHABLE, 2, "")
+        assert gdbus_query(lab, OUTSIDE) == (0, 0, "rejected")
+        assert root_query(lab, OUTSIDE)[:2] == (REACHABLE | harness.IS_DIRECT, 2)
+    # Per distinct answer, not per call: the internet's three destinations and the address, once
+    # per evaluation for uid 1000's class (none for root's: the daemon's own class).
+    online.sync()
+    assert 0 < class_lookups(online) <= 2 * 4, online.daemon.log_text()
+    # The root object's internet target is the system's answer (the daemon's own uid).
+    assert lab.client.get(SERVICE, ROOT_PATH, TARGET_IFACE, "Flags") == REACHABLE
+
+
+def test_in_process_library_as_the_user(online):
+    """reachctl --no-daemon run as uid 1000 in namespace A: not reachable (the kernel applies the
+    process's own uid); as root: reachable. The same user, the same answer as the daemon's Query."""
+    lab = online.lab
+    uid_rule(lab)
+    shown = as_user(lab, [BIN / "reachctl", "--no-daemon", "--json"])
+    record = json.loads(shown.stdout.splitlines()[0])
+    assert (record["reachable"], record["reason"]) == (False, "rejected"), (record, shown.stderr)
+    assert gdbus_query(lab, "")[2] == record["reason"]
