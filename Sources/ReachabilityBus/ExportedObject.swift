@@ -1,3 +1,4 @@
+import ReachabilityCore
 import ReachabilityLoop
 
 /// An interface table with its owner's type erased, built once per table and
@@ -63,6 +64,11 @@ public struct BoundInterface {
 
     func value(_ index: Int) -> DBusValue { table.properties[index].get(owner) }
 
+    /// The value callers of `user` see (`ViewedByUser`).
+    func value(_ index: Int, for user: UserID) -> DBusValue {
+        table.properties[index].get((owner as? ViewedByUser)?.view(for: user) ?? owner)
+    }
+
     /// `Properties.Set`: a writable property takes a value of its own type.
     func set(_ index: Int, _ value: DBusValue, call: MethodCall) throws(BusError) {
         let property = table.properties[index]
@@ -78,9 +84,11 @@ public struct BoundInterface {
 
     func property(_ name: String) -> Int? { table.propertyIndex[name] }
 
-    /// All properties as `a{sv}`.
-    func allProperties() -> DBusValue {
-        .vardict(table.properties.indices.map { (table.properties[$0].name, value($0)) })
+    /// All properties as `a{sv}`, as callers of `user` see them (`nil`: the shared values).
+    func allProperties(for user: UserID? = nil) -> DBusValue {
+        .vardict(table.properties.indices.map { index in
+            (table.properties[index].name, user.map { value(index, for: $0) } ?? value(index))
+        })
     }
 }
 
@@ -92,10 +100,13 @@ public final class ExportedObject {
     let interfaces: [BoundInterface]
     private unowned let tree: ObjectTree
     /// Who may see the object and hears its signals; `nil`: everybody.
-    let audience: ObjectAudience?
+    public let audience: ObjectAudience?
     /// The values last announced (or first exported): per interface, in the order
     /// of its table's `announcedIndices`.
     private var announced: [[DBusValue]]
+    /// The values last announced to the listeners of each user that sees a view of its
+    /// own (`ViewedByUser`), until the user sees the shared values again.
+    private var announcedToUser: [UserID: [[DBusValue]]] = [:]
 
     init(path: ObjectPath, interfaces: [BoundInterface], tree: ObjectTree, audience: ObjectAudience?) {
         self.path = path
@@ -108,21 +119,44 @@ public final class ExportedObject {
     func interface(_ name: String) -> BoundInterface? { interfaces.first { $0.name == name } }
 
     /// Emits `PropertiesChanged` for each interface whose announced properties
-    /// changed since the last call, carrying only those properties.
+    /// changed since the last call, carrying only those properties. Listeners of a
+    /// user with a view of its own (`ViewedByUser`) hear what changed in that view.
     public func propertiesChanged() {
+        var shared = audience?.listeners
+        if let audience, interfaces.contains(where: { $0.owner is ViewedByUser }) {
+            let byUser = audience.listenersByUser
+            for (user, names) in byUser where announcedToUser[user] != nil || seesOwnView(user) {
+                shared?.removeAll { names.contains($0) }
+                var last = announcedToUser[user] ?? announced
+                announce(&last, to: names) { $0.value($1, for: user) }
+                announcedToUser[user] = seesOwnView(user) ? last : nil
+            }
+            for user in announcedToUser.keys where byUser[user] == nil { announcedToUser[user] = nil }
+        }
+        announce(&announced, to: shared) { $0.value($1) }
+    }
+
+    private func seesOwnView(_ user: UserID) -> Bool {
+        interfaces.contains { ($0.owner as? ViewedByUser).map { $0.view(for: user) !== $0 } ?? false }
+    }
+
+    /// `PropertiesChanged` to `destinations` for what differs from `last` (then updated).
+    private func announce(_ last: inout [[DBusValue]], to destinations: [String]?,
+                          _ value: (BoundInterface, Int) -> DBusValue) {
+        if destinations?.isEmpty == true { return }
         for (i, interface) in interfaces.enumerated() {
             var changed: [(String, DBusValue)] = []
             for (slot, index) in interface.table.announcedIndices.enumerated() {
-                let value = interface.value(index)
-                if announced[i][slot] != value {
-                    announced[i][slot] = value
+                let value = value(interface, index)
+                if last[i][slot] != value {
+                    last[i][slot] = value
                     changed.append((interface.table.properties[index].name, value))
                 }
             }
             guard !changed.isEmpty else { continue }
             let invalidated = interface.table.properties.filter { $0.emits == .invalidates }.map(\.name)
             tree.emit(path, StandardInterface.properties.name, "PropertiesChanged",
-                      [.string(interface.name), .vardict(changed), .strings(invalidated)], audience?.listeners)
+                      [.string(interface.name), .vardict(changed), .strings(invalidated)], destinations)
         }
     }
 
@@ -145,10 +179,11 @@ public final class ExportedObject {
         tree.emit(path, interface, signal.name, values, destinations)
     }
 
-    /// `a{sa{sv}}`: every interface with its properties (for ObjectManager).
-    func interfacesAndProperties() -> DBusValue {
+    /// `a{sa{sv}}`: every interface with its properties (for ObjectManager), as callers of
+    /// `user` see them (`nil`: the shared values).
+    func interfacesAndProperties(for user: UserID? = nil) -> DBusValue {
         .dictionary(keySignature: "s", valueSignature: "a{sv}",
-                    interfaces.map { .init(.string($0.name), $0.allProperties()) })
+                    interfaces.map { .init(.string($0.name), $0.allProperties(for: user)) })
     }
 }
 

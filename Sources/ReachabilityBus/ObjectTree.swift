@@ -10,6 +10,25 @@ public protocol ObjectAudience: AnyObject {
     func admits(_ user: UserID) -> Bool
     /// The unique names the object's signals are sent to.
     var listeners: [String] { get }
+    /// The same, with each one's user: what an object whose properties depend on who
+    /// asks (`ViewedByUser`) needs to tell each listener its own values.
+    var listenersByUser: [UserID: [String]] { get }
+}
+
+extension ObjectAudience {
+    /// No listener has a view of its own.
+    public var listenersByUser: [UserID: [String]] { [:] }
+}
+
+/// The seam for answers that depend on who asks: an object owner whose property
+/// values differ per caller's user. `Get`, `GetAll`, `GetManagedObjects` read a
+/// caller's properties from `view(for: call.user)`; `PropertiesChanged` tells each
+/// listener what changed in its own user's view (`ExportedObject.propertiesChanged`).
+@LoopActor
+public protocol ViewedByUser: AnyObject {
+    /// The owner whose properties callers of `user` read: the object's own owner when
+    /// they see the shared values, else one of the same type.
+    func view(for user: UserID) -> AnyObject
 }
 
 /// The objects a connection exports, by path, and what the standard interfaces
@@ -106,7 +125,7 @@ public final class ObjectTree {
     func managedObjects(_ manager: ObjectPath, for user: UserID) -> DBusValue {
         let entries = objects.filter { isVisible($0.value, to: user) && managerAbove($0.key) == manager }
             .sorted { $0.key < $1.key }
-            .map { DBusValue.DictionaryEntry(.objectPath($0.key), $0.value.interfacesAndProperties()) }
+            .map { DBusValue.DictionaryEntry(.objectPath($0.key), $0.value.interfacesAndProperties(for: user)) }
         return .dictionary(keySignature: "o", valueSignature: "a{sa{sv}}", entries)
     }
 

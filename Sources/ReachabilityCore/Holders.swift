@@ -121,6 +121,9 @@ public struct HolderRegistry<Key: Hashable & Sendable>: Sendable {
     /// Whether a client of `user` holds `key`.
     public func isHeld(_ key: Key, byUser user: UserID) -> Bool { keysByUser[user]?[key] != nil }
 
+    /// The user of `client`, while it holds something.
+    public func user(of client: String) -> UserID? { userOfClient[client] }
+
     /// The keys the clients of `user` hold.
     public func keys(ofUser user: UserID) -> Dictionary<Key, Int>.Keys { (keysByUser[user] ?? [:]).keys }
 

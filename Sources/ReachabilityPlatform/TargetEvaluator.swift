@@ -197,8 +197,15 @@ public final class TargetEvaluator {
         let states = targets.map { state(of: $0) }
         let evaluated = MonotonicClock.microseconds()
         var changed: [WatchedTarget] = []
-        for (target, state) in zip(targets, states) where apply(state, to: target) {
-            changed.append(target)
+        for (target, state) in zip(targets, states) {
+            // The holders' own answers first: an announcement tells each listener its own.
+            let viewsChanged = refreshViews(of: target)
+            if apply(state, to: target) {
+                changed.append(target)
+            } else if viewsChanged {
+                sink?.targetChanged(target, from: target.state)
+                changed.append(target)
+            }
         }
         let announced = MonotonicClock.microseconds()
         Instruments.evaluation.recordMicroseconds(evaluated - start)
@@ -476,6 +483,23 @@ public final class TargetEvaluator {
         }
     }
 
+    /// Evaluates the answers of `target`'s holders whose uid the rules route otherwise,
+    /// once per answer class; true when they changed. Nothing is asked while the policy
+    /// has no uid rule, or no such user holds it.
+    @discardableResult
+    public func refreshViews(of target: WatchedTarget) -> Bool {
+        var views: [AnswerClass: TargetState] = [:]
+        if !uidRules.isEmpty {
+            for user in sink?.holdingUsers(of: target) ?? [] {
+                guard let answerClass = answerClass(of: user), views[answerClass] == nil else { continue }
+                views[answerClass] = state(of: target, uid: user)
+            }
+        }
+        guard views != target.views else { return false }
+        target.views = views
+        return true
+    }
+
     /// The internet's state now for callers of `uid`.
     public func internetState(uid: UserID) -> TargetState {
         guard let answerClass = answerClass(of: uid) else { return internetState }
@@ -530,7 +554,10 @@ public final class TargetEvaluator {
         target.lookup = resolver.lookup(target.name, owner: target.owner) { [unowned self, unowned target] result in
             target.lookup = nil
             target.resolution = Self.resolution(result)
-            self.apply(self.state(of: target), to: target)
+            let viewsChanged = self.refreshViews(of: target)
+            if !self.apply(self.state(of: target), to: target) && viewsChanged {
+                self.sink?.targetChanged(target, from: target.state)
+            }
             if target.lookupAgain {
                 // Whoever waits for a fresh answer waits for the next lookup.
                 target.lookupAgain = false

@@ -20,6 +20,10 @@ public final class WatchedTarget {
     /// The literal of an address target.
     public let address: IPAddress?
     public private(set) var state: TargetState = .unknown
+    /// The answers of the callers the uid rules route otherwise than the evaluating
+    /// process, per answer class (`TargetEvaluator.answerClass(of:)`); empty without
+    /// uid rules. `state` is everybody else's.
+    public internal(set) var views: [AnswerClass: TargetState] = [:]
 
     // Host targets only.
     public internal(set) var resolution: Resolution = .pending

@@ -33,7 +33,10 @@ final class EvaluationRequests {
         if now - lastReload >= Self.refreshJoinWindow {
             lastReload = now
             evaluator.reload(everything: true)
-            evaluator.apply(evaluator.state(of: object.target), to: object.target)
+            let viewsChanged = evaluator.refreshViews(of: object.target)
+            if !evaluator.apply(evaluator.state(of: object.target), to: object.target) && viewsChanged {
+                object.announce(from: object.target.state)
+            }
             evaluator.reloaded()
         }
         let target = object.target

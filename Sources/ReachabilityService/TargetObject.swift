@@ -22,23 +22,53 @@ final class TargetObject {
     /// `Refresh` calls waiting for a lookup that starts after they arrived.
     var waitingCalls: [MethodCall] = []
 
-    init(_ target: WatchedTarget, requests: EvaluationRequests) {
+    /// The answer class this object shows (`nil`: the shared answer): a view for the
+    /// holders whose uid the routing policy's uid rules route otherwise.
+    private let answerClass: AnswerClass?
+    /// The views of this target, per answer class (their properties are read through
+    /// `view(for:)`, never exported themselves).
+    private var views: [AnswerClass: TargetObject] = [:]
+    /// The flags last announced to each user that sees (or saw) a view of its own.
+    private var heardFlags: [UserID: ReachabilityFlags?] = [:]
+
+    init(_ target: WatchedTarget, requests: EvaluationRequests, answerClass: AnswerClass? = nil) {
         self.target = target
         self.requests = requests
+        self.answerClass = answerClass
     }
 
-    var state: TargetState { target.state }
+    /// The answer this object shows: its class's, or the shared one.
+    var state: TargetState { answerClass.flatMap { target.views[$0] } ?? target.state }
 
-    /// Announces what changed (the state was `old`).
+    /// Announces what changed (the state was `old`): `PropertiesChanged` to each holder
+    /// with what changed in its own answer, then `StatusChanged` to those whose flags
+    /// (or the unknown state) changed.
     func announce(from old: TargetState) {
+        let now = RealtimeClock.microseconds()
         let flagsChanged = state.flags != old.flags
-        if flagsChanged { lastChanged = RealtimeClock.microseconds() }
+        if flagsChanged { lastChanged = now }
         exported?.propertiesChanged()
-        if flagsChanged {
-            exported?.emit(Self.statusChanged, interface: Names.targetInterface,
-                           [.int32(state.status.rawValue), .uint32(state.exportedFlags.rawValue)])
+        var shared = exported?.audience?.listeners
+        if let audience = exported?.audience, !target.views.isEmpty || !heardFlags.isEmpty {
+            for (user, names) in audience.listenersByUser {
+                guard let view = view(for: user) as? TargetObject, view !== self || heardFlags[user] != nil
+                else { continue }
+                shared?.removeAll { names.contains($0) }
+                let heard = heardFlags[user] ?? old.flags
+                if view.state.flags != heard {
+                    view.lastChanged = now
+                    exported?.emit(Self.statusChanged, interface: Names.targetInterface, view.statusValues, to: names)
+                }
+                heardFlags[user] = view === self ? nil : .some(view.state.flags)
+            }
+        }
+        if flagsChanged && shared?.isEmpty != true {
+            exported?.emit(Self.statusChanged, interface: Names.targetInterface, statusValues, to: shared)
         }
     }
+
+    /// `StatusChanged`'s arguments: `(i status, u flags)`.
+    private var statusValues: [DBusValue] { [.int32(state.status.rawValue), .uint32(state.exportedFlags.rawValue)] }
 
     /// A fresh answer: the `Refresh` calls waiting for it get it.
     func answerWaitingCalls() {
@@ -93,6 +123,21 @@ final class TargetObject {
         ],
         signals: [statusChanged],
         introspection: Names.contract[Names.targetInterface])
+}
+
+extension TargetObject: ViewedByUser {
+    /// The object whose properties callers of `user` read: a view with their own answer
+    /// when the uid rules route their packets otherwise (`WatchedTarget.views`), else this.
+    func view(for user: UserID) -> AnyObject {
+        guard answerClass == nil, !target.views.isEmpty,
+            let answerClass = requests.evaluator.answerClass(of: user), target.views[answerClass] != nil
+        else { return self }
+        if let view = views[answerClass] { return view }
+        let view = TargetObject(target, requests: requests, answerClass: answerClass)
+        view.lastChanged = lastChanged
+        views[answerClass] = view
+        return view
+    }
 }
 
 extension TargetState {

@@ -84,6 +84,107 @@ def test_query_answers_each_caller_for_its_own_uid(online):
     assert lab.client.get(SERVICE, ROOT_PATH, TARGET_IFACE, "Flags") == REACHABLE
 
 
+# A client of uid 1000 that holds targets for as long as it runs: one command per stdin line
+# ("watch METHOD ARG", "get PATH"), one JSON answer per line; it counts StatusChanged per path.
+HOLDER = r"""
+import json, select, sys
+from gi.repository import Gio, GLib
+SERVICE, ROOT = "io.github.reachabilityd.Reachability1", "/io/github/reachabilityd/Reachability1"
+flags = Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION
+conn = Gio.DBusConnection.new_for_address_sync(sys.argv[1], flags, None, None)
+signals = {}
+def on_status(_c, _s, path, _i, _m, params, *_):
+    signals.setdefault(path, []).append(list(params.unpack()))
+conn.signal_subscribe(SERVICE, SERVICE + ".Target", "StatusChanged", None, None, 0, on_status)
+def call(path, iface, method, sig, args):
+    return conn.call_sync(SERVICE, path, iface, method, GLib.Variant(sig, args) if sig else None,
+                          None, 0, 10000, None).unpack()
+context = GLib.MainContext.default()
+while True:
+    while context.iteration(False):
+        pass
+    ready, _, _ = select.select([sys.stdin], [], [], 0.02)
+    if not ready:
+        continue
+    line = sys.stdin.readline()
+    if not line:
+        break
+    words = line.split()
+    if words[0] == "watch":
+        answer = call(ROOT, SERVICE + ".Manager", words[1], "(s)", (words[2],))[0]
+    elif words[0] == "ping":
+        call(ROOT, "org.freedesktop.DBus.Peer", "Ping", None, None)
+        while context.iteration(False):
+            pass
+        answer = "pong"
+    else:
+        answer = {"props": call(words[1], "org.freedesktop.DBus.Properties", "GetAll", "(s)",
+                               (SERVICE + ".Target",))[0], "signals": signals.get(words[1], [])}
+    print(json.dumps(answer), flush=True)
+"""
+
+
+class Holder:
+    """HOLDER run as uid 1000 (it talks to the lab's bus; it needs no namespace)."""
+
+    def __init__(self, lab):
+        argv = [harness.need_tool("setpriv"), "--reuid", USER, "--regid", USER, "--clear-groups",
+                "/usr/bin/python3", "-c", HOLDER, lab.bus.address]
+        self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                        start_new_session=True)
+
+    def ask(self, line: str):
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+        ready = harness.read_line(self.process.stdout, harness.CHANGE_TIMEOUT)
+        assert ready, f"the uid {USER} client did not answer {line!r}"
+        return json.loads(ready)
+
+    def stop(self):
+        self.process.stdin.close()
+        self.process.wait(harness.STOP_TIMEOUT)
+
+
+def test_watched_address_each_holder_its_own_answer(online):
+    """uid 1000 and root hold the same address target at once: uid 1000's properties say not
+    reachable (rejected), root's reachable. The rule removed: uid 1000 gets the shared answer back
+    with one StatusChanged, root hears nothing. Added again: uid 1000 gets its own answer and one
+    StatusChanged; root still hears nothing. Without uid rules no lookup is made for another uid."""
+    lab = online.lab
+    holder = Holder(lab)
+    try:
+        path = holder.ask(f"watch WatchAddress {OUTSIDE}")
+        root_path = lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchAddress", "s", (OUTSIDE,))[0]
+        assert path == root_path
+        assert holder.ask(f"get {path}")["props"]["Reachable"]
+        online.sync()
+        assert class_lookups(online) == 0, "no uid rule: nothing is asked for another uid"
+        root = lab.recorder(path)
+        mark = root.mark()
+
+        uid_rule(lab)
+        online.sync()
+        harness.wait_until(lambda: holder.ask(f"get {path}")["props"]["Reason"] == "rejected",
+                           harness.CHANGE_TIMEOUT, "uid 1000's own answer", lambda: holder.ask(f"get {path}"))
+        mine = holder.ask(f"get {path}")
+        assert (mine["props"]["Flags"], mine["props"]["Status"]) == (0, 0), mine
+        assert mine["signals"] == [[0, 0]], mine
+        props = lab.client.get_all(SERVICE, path, TARGET_IFACE)
+        assert props["Reachable"] and props["Reason"] == "", harness.fmt_props(props)
+
+        lab.ip_a("rule", "del", "pref", "50")
+        online.sync()
+        harness.wait_until(lambda: holder.ask(f"get {path}")["props"]["Reachable"], harness.CHANGE_TIMEOUT,
+                           "the shared answer back for uid 1000", lambda: holder.ask(f"get {path}"))
+        holder.ask("ping")
+        assert holder.ask(f"get {path}")["signals"] == [[0, 0], [2, REACHABLE | harness.IS_DIRECT]]
+        root.barrier()
+        assert root.status_changes(mark) == [], root.describe(mark)
+        root.close()
+    finally:
+        holder.stop()
+
+
 def test_in_process_library_as_the_user(online):
     """reachctl --no-daemon run as uid 1000 in namespace A: not reachable (the kernel applies the
     process's own uid); as root: reachable. The same user, the same answer as the daemon's Query."""
