@@ -185,12 +185,22 @@ def test_watched_address_each_holder_its_own_answer(online):
         holder.stop()
 
 
-def test_in_process_library_as_the_user(online):
-    """reachctl --no-daemon run as uid 1000 in namespace A: not reachable (the kernel applies the
-    process's own uid); as root: reachable. The same user, the same answer as the daemon's Query."""
+def test_library_as_the_user_with_the_daemon_and_in_process(online):
+    """reachctl run as uid 1000 in namespace A, with the daemon (it follows the internet as Apple's
+    internet address, 0.0.0.0, a held target carrying its own answer) and without it (the kernel
+    applies the process's own uid): not reachable, rejected, both; root's reachctl with the daemon
+    at the same time: reachable. The same user gets the same answer either way."""
     lab = online.lab
     uid_rule(lab)
-    shown = as_user(lab, [BIN / "reachctl", "--no-daemon", "--json"])
-    record = json.loads(shown.stdout.splitlines()[0])
-    assert (record["reachable"], record["reason"]) == (False, "rejected"), (record, shown.stderr)
-    assert gdbus_query(lab, "")[2] == record["reason"]
+    online.sync()
+    answers = {}
+    for mode in ("--daemon", "--no-daemon"):
+        shown = as_user(lab, [BIN / "reachctl", mode, "--json"])
+        answers[mode] = json.loads(shown.stdout.splitlines()[0])
+        assert (answers[mode]["reachable"], answers[mode]["reason"]) == (False, "rejected"), (answers, shown.stderr)
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=lab.bus.address)
+    env.pop("DBUS_SESSION_BUS_ADDRESS", None)
+    mine = subprocess.run(harness.Namespaces.exec_argv(lab.ns_a) + [str(BIN / "reachctl"), "--daemon", "--json"],
+                          capture_output=True, text=True, timeout=harness.START_TIMEOUT, env=env, check=False)
+    assert json.loads(mine.stdout.splitlines()[0])["reachable"], mine.stdout
+    assert gdbus_query(lab, "")[2] == answers["--no-daemon"]["reason"]
