@@ -449,8 +449,9 @@ public final class TargetEvaluator {
         return addresses.map { known[$0] ?? nil }
     }
 
-    /// The facts as callers of `uid` see them: their own internet routes.
-    private func facts(uid: UserID, answerClass: AnswerClass) -> NetworkFacts {
+    /// The facts as callers of `uid` see them: their own internet routes (asked only for
+    /// the internet; every other fact is the same for everybody).
+    private func internetFacts(uid: UserID, answerClass: AnswerClass) -> NetworkFacts {
         if let cached = classFacts[answerClass] { return cached }
         var own = facts
         if own.backend != .none {
@@ -468,7 +469,6 @@ public final class TargetEvaluator {
     /// address, as the shared answer (a source address selects its own rules).
     public func state(of target: WatchedTarget, uid: UserID) -> TargetState {
         guard let answerClass = answerClass(of: uid), target.kind != .pair else { return target.state }
-        let facts = facts(uid: uid, answerClass: answerClass)
         func evaluate(_ addresses: [IPAddress]) -> TargetState {
             let routes = routes(addresses, uid: uid, answerClass: answerClass)
             return Engine.evaluateAddresses(zip(addresses, routes).map {
@@ -476,7 +476,7 @@ public final class TargetEvaluator {
             }, facts: facts)
         }
         switch (target.kind, target.resolution) {
-        case (.internet, _): return Engine.evaluateInternet(facts)
+        case (.internet, _): return Engine.evaluateInternet(internetFacts(uid: uid, answerClass: answerClass))
         case (.address, _): return evaluate([target.address!])
         case (.host, .resolved(let addresses)): return evaluate(addresses)
         default: return target.state
@@ -503,7 +503,7 @@ public final class TargetEvaluator {
     /// The internet's state now for callers of `uid`.
     public func internetState(uid: UserID) -> TargetState {
         guard let answerClass = answerClass(of: uid) else { return internetState }
-        return Engine.evaluateInternet(facts(uid: uid, answerClass: answerClass))
+        return Engine.evaluateInternet(internetFacts(uid: uid, answerClass: answerClass))
     }
 
     /// An address's state now for callers of `uid`, for a one-shot query.
@@ -512,7 +512,7 @@ public final class TargetEvaluator {
         let route = routes([address], uid: uid, answerClass: answerClass)[0]
         return Engine.evaluateAddresses(
             [Engine.AddressRoute(address: address.description, family: address.family, route: route)],
-            facts: facts(uid: uid, answerClass: answerClass))
+            facts: facts)
     }
 
     /// A host's state with this resolution for callers of `uid`.
@@ -523,7 +523,7 @@ public final class TargetEvaluator {
         let routes = routes(addresses, uid: uid, answerClass: answerClass)
         return Engine.evaluateAddresses(zip(addresses, routes).map {
             Engine.AddressRoute(address: $0.description, family: $0.family, route: $1)
-        }, facts: facts(uid: uid, answerClass: answerClass))
+        }, facts: facts)
     }
 
     /// The state of an address now, for a one-shot query: its route is not kept (a caller

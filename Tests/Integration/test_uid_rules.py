@@ -204,3 +204,37 @@ def test_library_as_the_user_with_the_daemon_and_in_process(online):
                           capture_output=True, text=True, timeout=harness.START_TIMEOUT, env=env, check=False)
     assert json.loads(mine.stdout.splitlines()[0])["reachable"], mine.stdout
     assert gdbus_query(lab, "")[2] == answers["--no-daemon"]["reason"]
+
+
+def evaluations(online) -> int:
+    return len(re.findall(r"evaluated \d+ targets", online.daemon.log_text()))
+
+
+def test_evaluations_with_and_without_uid_rules(online):
+    """The same five route changes, with root and uid 1000 holding one address target: without uid
+    rules, one evaluation per change and no lookup for another uid; with a uid rule, still one
+    evaluation per change (per target, not per user), plus uid 1000's class's lookups: the
+    internet's three destinations are not asked for a held address, the address once each."""
+    lab = online.lab
+    holder = Holder(lab)
+    try:
+        path = holder.ask(f"watch WatchAddress {OUTSIDE}")
+        lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchAddress", "s", (OUTSIDE,))
+        figures = {}
+        for rules in (False, True):
+            if rules:
+                uid_rule(lab)
+            online.sync()
+            before = (evaluations(online), class_lookups(online))
+            for i in range(5):
+                lab.ip_a("route", "add", f"203.0.113.{10 * rules + i}", "via", GATEWAY_V4, "dev", UPLINK)
+                online.sync()
+            assert holder.ask(f"get {path}")["props"]["Reachable"] is not rules
+            figures[rules] = (evaluations(online) - before[0], class_lookups(online) - before[1])
+        print(f"evaluations, lookups for other uids over 5 changes: without uid rules {figures[False]}, "
+              f"with {figures[True]}")
+        assert figures[False][1] == 0
+        assert figures[True][0] == figures[False][0], figures
+        assert 0 < figures[True][1] <= figures[True][0], figures
+    finally:
+        holder.stop()
