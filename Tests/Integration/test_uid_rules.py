@@ -14,16 +14,40 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
+from pathlib import Path
+
+import pytest
 
 import harness
 from harness import MANAGER_IFACE, REACHABLE, ROOT_PATH, SERVICE, TARGET_IFACE
 from test_kernel_backend import (  # pylint: disable=unused-import  # fixtures are found by name
-    GATEWAY_V4, KERNEL_CONNECTED, UPLINK, kernel_lab_without_carrier, online)
+    AT_START, GATEWAY_V4, KERNEL_CONNECTED, UPLINK, UPLINK_PEER, daemon_args, kernel_lab_without_carrier, online,
+    start_daemon)
 
 BIN = harness.daemon_binary().parent
 USER = "1000"
 OUTSIDE = "192.0.2.77"  # on kveth0's own network: the main table routes it, table 100 refuses it
+OUTSIDE_NAME = "outside.test"  # OUTSIDE, from namespace A's hosts file
+
+
+@pytest.fixture
+def online_with_hosts(kernel_lab_without_carrier):
+    """``online``, with a hosts file of namespace A's (``ip netns exec`` mounts /etc/netns/A/hosts
+    over /etc/hosts) naming OUTSIDE ``outside.test``, for the daemon's resolver."""
+    lab = kernel_lab_without_carrier
+    directory = Path("/etc/netns") / lab.ns_a
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "hosts").write_text(f"127.0.0.1 localhost\n{OUTSIDE} {OUTSIDE_NAME}\n")
+    try:
+        state = start_daemon(lab, daemon_args("--backend", "kernel"))
+        lab.set_peer(UPLINK_PEER, True)
+        state.recorder.wait_answer(KERNEL_CONNECTED, "the connected answer", mark=AT_START)
+        yield state
+        state.recorder.close()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def as_user(lab, argv: list, netns: bool = True) -> subprocess.CompletedProcess:
@@ -143,6 +167,29 @@ class Holder:
     def stop(self):
         self.process.stdin.close()
         self.process.wait(harness.STOP_TIMEOUT)
+
+
+def test_watched_host_each_holder_its_own_answer(online_with_hosts):
+    """uid 1000 and root hold outside.test (resolved by the daemon to 192.0.2.77) at once: uid 1000's
+    answer is not reachable (rejected), root's reachable."""
+    online = online_with_hosts
+    lab = online.lab
+    holder = Holder(lab)
+    try:
+        uid_rule(lab)
+        online.sync()
+        path = holder.ask(f"watch WatchHost {OUTSIDE_NAME}")
+        assert lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchHost", "s", (OUTSIDE_NAME,))[0] == path
+        harness.wait_until(lambda: holder.ask(f"get {path}")["props"]["Addresses"] == [OUTSIDE],
+                           harness.CHANGE_TIMEOUT, "the host resolved", lambda: holder.ask(f"get {path}"))
+        harness.wait_until(lambda: holder.ask(f"get {path}")["props"]["Reason"] == "rejected",
+                           harness.CHANGE_TIMEOUT, "uid 1000's own answer", lambda: holder.ask(f"get {path}"))
+        props = lab.client.get_all(SERVICE, path, TARGET_IFACE)
+        assert props["Reachable"] and props["Addresses"] == [OUTSIDE], harness.fmt_props(props)
+        assert gdbus_query(lab, OUTSIDE_NAME) == (0, 0, "rejected")
+        assert root_query(lab, OUTSIDE_NAME)[:2] == (REACHABLE | harness.IS_DIRECT, 2)
+    finally:
+        holder.stop()
 
 
 def test_watched_address_each_holder_its_own_answer(online):
