@@ -86,8 +86,20 @@ public final class ObjectTree {
     /// `listeners` (`nil`: everybody): it is there for them now.
     func announceAdded(_ path: ObjectPath, to listeners: [String]?) {
         guard let manager = managerAbove(path), let object = objects[path] else { return }
+        // Each listener gets the properties its own user sees (`ViewedByUser`).
+        var shared = listeners
+        if let listeners, let byUser = object.audience?.listenersByUser {
+            for (user, names) in byUser {
+                let mine = names.filter(listeners.contains)
+                guard !mine.isEmpty else { continue }
+                shared?.removeAll { mine.contains($0) }
+                emit(manager, StandardInterface.objectManager.name, "InterfacesAdded",
+                     [.objectPath(path), object.interfacesAndProperties(for: user)], mine)
+            }
+        }
+        guard shared?.isEmpty != true else { return }
         emit(manager, StandardInterface.objectManager.name, "InterfacesAdded",
-             [.objectPath(path), object.interfacesAndProperties()], listeners)
+             [.objectPath(path), object.interfacesAndProperties()], shared)
     }
 
     /// `InterfacesRemoved` for the object at `path` to `listeners` (`nil`: everybody):

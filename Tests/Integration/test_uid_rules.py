@@ -120,6 +120,11 @@ signals = {}
 def on_status(_c, _s, path, _i, _m, params, *_):
     signals.setdefault(path, []).append(list(params.unpack()))
 conn.signal_subscribe(SERVICE, SERVICE + ".Target", "StatusChanged", None, None, 0, on_status)
+added = {}
+def on_added(_c, _s, _p, _i, _m, params, *_):
+    path, interfaces = params.unpack()
+    added[path] = interfaces.get(SERVICE + ".Target", {})
+conn.signal_subscribe(SERVICE, "org.freedesktop.DBus.ObjectManager", "InterfacesAdded", None, None, 0, on_added)
 def call(path, iface, method, sig, args):
     return conn.call_sync(SERVICE, path, iface, method, GLib.Variant(sig, args) if sig else None,
                           None, 0, 10000, None).unpack()
@@ -141,6 +146,8 @@ while True:
         while context.iteration(False):
             pass
         answer = "pong"
+    elif words[0] == "added":
+        answer = added.get(words[1])
     else:
         answer = {"props": call(words[1], "org.freedesktop.DBus.Properties", "GetAll", "(s)",
                                (SERVICE + ".Target",))[0], "signals": signals.get(words[1], [])}
@@ -218,6 +225,15 @@ def test_watched_address_each_holder_its_own_answer(online):
         assert mine["signals"] == [[0, 0]], mine
         props = lab.client.get_all(SERVICE, path, TARGET_IFACE)
         assert props["Reachable"] and props["Reason"] == "", harness.fmt_props(props)
+        # A second connection of uid 1000 watching it now: InterfacesAdded carries its user's answer.
+        second = Holder(lab)
+        try:
+            assert second.ask(f"watch WatchAddress {OUTSIDE}") == path
+            second.ask("ping")
+            added = second.ask(f"added {path}")
+            assert added and added["Reason"] == "rejected" and added["Flags"] == 0, added
+        finally:
+            second.stop()
 
         lab.ip_a("rule", "del", "pref", "50")
         online.sync()
