@@ -59,8 +59,10 @@ extension Netlink {
     /// The routes packets from each local address to each remote one would take, like
     /// `ip route get REMOTE from LOCAL` (`RTA_SRC`); `nil` where the kernel has none, or
     /// refuses the source (an address not configured here).
-    public func routes(pairs: [(local: IPAddress, remote: IPAddress)]) throws(NetlinkError) -> [RouteFact?] {
-        try routesWithLifetimes(pairs.map { Query(address: $0.remote, source: $0.local) })
+    public func routes(pairs: [(local: IPAddress, remote: IPAddress)], uid: UInt32? = nil) throws(NetlinkError)
+        -> [RouteFact?]
+    {
+        try routesWithLifetimes(pairs.map { Query(address: $0.remote, source: $0.local, uid: uid) })
     }
 
     /// The answers to `queries` (routes a packet takes), each IPv6 one with the lifetime of

@@ -21,6 +21,8 @@ public protocol NetworkFactSource: AnyObject {
     func routes(pairs: [(local: IPAddress, remote: IPAddress)]) -> [RouteFact?]
     /// The kernel's route for each address for packets of `uid` (`RTA_UID`).
     func routes(to addresses: [IPAddress], uid: UserID) -> [RouteFact?]
+    /// The kernel's route from each local address to each remote one for packets of `uid`.
+    func routes(pairs: [(local: IPAddress, remote: IPAddress)], uid: UserID) -> [RouteFact?]
     /// The routing policy's uid rules (`ip rule … uidrange`).
     func uidRules() -> UIDRules
     /// The link `address` is configured on; `nil`: none.
@@ -39,6 +41,10 @@ extension NetworkFactSource {
     /// The kernel's route for each address as packets of `uid` would take it
     /// (`RTA_UID`). A source that knows no uid rules answers as for anybody.
     public func routes(to addresses: [IPAddress], uid: UserID) -> [RouteFact?] { routes(to: addresses) }
+    /// The routes from local addresses for packets of `uid`; as for anybody by default.
+    public func routes(pairs: [(local: IPAddress, remote: IPAddress)], uid: UserID) -> [RouteFact?] {
+        routes(pairs: pairs)
+    }
     /// The routing policy's uid rules (`ip rule … uidrange`); none by default.
     public func uidRules() -> UIDRules { UIDRules() }
 }

@@ -110,6 +110,13 @@ extension NetworkObserver {
         }
     }
 
+    /// The kernel's routes from each local address to each remote one for packets of `uid`.
+    public func routes(pairs: [(local: IPAddress, remote: IPAddress)], uid: UserID) -> [RouteFact?] {
+        asked("look up routes", or: pairs.map { _ in nil }) { () throws(NetlinkError) in
+            try netlink.routes(pairs: pairs, uid: uid)
+        }
+    }
+
     /// The routing policy's uid rules (a rule dump).
     public func uidRules() -> UIDRules {
         asked("read the routing rules", or: UIDRules()) { () throws(NetlinkError) in try netlink.uidRules() }

@@ -465,10 +465,11 @@ public final class TargetEvaluator {
 
     /// The state of `target` for callers of `uid`: its shared state, unless the uid rules
     /// route that user's packets otherwise; then evaluated with its uid in every lookup
-    /// (`RTA_UID`), once per answer class. An address pair is asked from its local
-    /// address, as the shared answer (a source address selects its own rules).
+    /// (`RTA_UID`), once per answer class.
     public func state(of target: WatchedTarget, uid: UserID) -> TargetState {
-        guard let answerClass = answerClass(of: uid), target.kind != .pair else { return target.state }
+        guard answerClass(of: uid) != nil else { return target.state }
+        if target.kind == .pair { return state(ofPair: target.local, target.address, uid: uid) }
+        guard let answerClass = answerClass(of: uid) else { return target.state }
         func evaluate(_ addresses: [IPAddress]) -> TargetState {
             let routes = routes(addresses, uid: uid, answerClass: answerClass)
             return Engine.evaluateAddresses(zip(addresses, routes).map {
@@ -498,6 +499,18 @@ public final class TargetEvaluator {
         guard views != target.views else { return false }
         target.views = views
         return true
+    }
+
+    /// An address pair's state for callers of `uid`: the route from its local address with
+    /// their uid (a pair with only a local address is the same for everybody: its link).
+    /// Not kept: pairs' answers are asked again after every change anyway.
+    public func state(ofPair local: IPAddress?, _ remote: IPAddress?, uid: UserID) -> TargetState {
+        guard answerClass(of: uid) != nil, let remote else { return pairState(local: local, remote: remote, keep: false) }
+        guard let local else { return state(of: remote, uid: uid) }
+        classLookups += 1
+        let route = source?.routes(pairs: [(local, remote)], uid: uid).first ?? nil
+        return Engine.evaluateAddresses(
+            [Engine.AddressRoute(address: remote.description, family: remote.family, route: route)], facts: facts)
     }
 
     /// The internet's state now for callers of `uid`.

@@ -66,7 +66,7 @@ final class EvaluationRequests {
         case .address(let address):
             return reply(evaluator.state(of: address, uid: user))
         case .pair(let local, let remote):
-            return reply(evaluator.state(ofPair: local, remote))
+            return reply(evaluator.state(ofPair: local, remote, uid: user))
         case .host(let name):
             let client = call.sender
             guard queries.allows(user) else {

@@ -23,7 +23,7 @@ import pytest
 import harness
 from harness import MANAGER_IFACE, REACHABLE, ROOT_PATH, SERVICE, TARGET_IFACE
 from test_kernel_backend import (  # pylint: disable=unused-import  # fixtures are found by name
-    AT_START, GATEWAY_V4, KERNEL_CONNECTED, UPLINK, UPLINK_PEER, daemon_args, kernel_lab_without_carrier, online,
+    AT_START, GATEWAY_V4, UPLINK_V4, KERNEL_CONNECTED, UPLINK, UPLINK_PEER, daemon_args, kernel_lab_without_carrier, online,
     start_daemon)
 
 BIN = harness.daemon_binary().parent
@@ -140,7 +140,8 @@ while True:
         break
     words = line.split()
     if words[0] == "watch":
-        answer = call(ROOT, SERVICE + ".Manager", words[1], "(s)", (words[2],))[0]
+        signature = "(" + "s" * len(words[2:]) + ")"
+        answer = call(ROOT, SERVICE + ".Manager", words[1], signature, tuple(words[2:]))[0]
     elif words[0] == "ping":
         call(ROOT, "org.freedesktop.DBus.Peer", "Ping", None, None)
         while context.iteration(False):
@@ -299,5 +300,24 @@ def test_evaluations_with_and_without_uid_rules(online):
         assert figures[False][1] == 0
         assert figures[True][0] == figures[False][0], figures
         assert 0 < figures[True][1] <= figures[True][0], figures
+    finally:
+        holder.stop()
+
+
+def test_watched_pair_each_holder_its_own_answer(online):
+    """An address pair (from kveth0's address to 192.0.2.77) held by uid 1000 and root: the lookup
+    from the local address carries the holder's uid too -- uid 1000 rejected, root reachable."""
+    lab = online.lab
+    holder = Holder(lab)
+    try:
+        uid_rule(lab)
+        online.sync()
+        path = holder.ask(f"watch WatchAddressPair {UPLINK_V4} {OUTSIDE}")
+        assert lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchAddressPair", "ss",
+                               (UPLINK_V4, OUTSIDE))[0] == path
+        mine = holder.ask(f"get {path}")["props"]
+        assert (mine["Flags"], mine["Reason"]) == (0, "rejected"), mine
+        props = lab.client.get_all(SERVICE, path, TARGET_IFACE)
+        assert props["Reachable"] and props["Reason"] == "", harness.fmt_props(props)
     finally:
         holder.stop()
