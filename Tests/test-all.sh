@@ -28,6 +28,8 @@ packages=(
     libdbus-1-dev libnm-dev pkg-config
     # integration tests
     dbus-daemon dbus-bin network-manager dnsmasq-base iproute2 util-linux
+    # gdbus: a client of another uid (test_uid_rules.py); util-linux has setpriv
+    libglib2.0-bin
     python3 python3-pytest python3-gi gir1.2-nm-1.0 python3-dbusmock systemd
     # bindings: Qt 6's qdbusxml2cpp, gdbus-codegen and a C compiler for its client
     qt6-base-dev-tools libglib2.0-dev-bin libglib2.0-dev gcc
