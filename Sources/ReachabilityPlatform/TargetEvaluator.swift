@@ -189,6 +189,9 @@ public final class TargetEvaluator {
     /// looked up again (their routes are re-evaluated at once meanwhile).
     public func networkChanged() {
         let start = MonotonicClock.microseconds()
+        let lookupsBefore = classLookups
+        isEvaluating = true
+        defer { isEvaluating = false }
         reload()
         hasFacts = true
         let targets = sink?.evaluatedTargets ?? []
@@ -209,13 +212,16 @@ public final class TargetEvaluator {
         }
         let announced = MonotonicClock.microseconds()
         Instruments.evaluation.recordMicroseconds(evaluated - start)
-        // One line per evaluation, naming what changed and why (the first few).
+        let path = isPathWanted ? "; " + evaluatePath(logged: false) : ""
+        // One line per evaluation, naming what changed and why (the first few), the path's
+        // evaluation and the lookups made for other users' uid rules included.
         Log.debug("evaluated \(targets.count) targets in \(Double(evaluated - start) / 1000) ms; "
                   + "announced \(changed.count) changes in \(Double(announced - evaluated) / 1000) ms"
                   + changed.prefix(5).map { "; \($0.kind == .internet ? "internet" : $0.name): \($0.state.summary)" }
                       .joined()
-                  + (changed.count > 5 ? "; …" : ""))
-        if isPathWanted { evaluatePath() }
+                  + (changed.count > 5 ? "; …" : "")
+                  + (classLookups > lookupsBefore ? "; \(classLookups - lookupsBefore) lookups for other uids" : "")
+                  + path)
         // Announced first; then the names are looked up again.
         for target in targets where target.kind == .host { resolve(target) }
         sink?.evaluationFinished()
@@ -239,8 +245,10 @@ public final class TargetEvaluator {
     }
 
     /// Evaluates the `Path` facts from the current facts, asking the kernel for
-    /// each link's bound routes, and tells the sink of a change.
-    private func evaluatePath() {
+    /// each link's bound routes, and tells the sink of a change. Says so in a debug line
+    /// of its own unless `logged` is false: then the caller's line carries the words returned.
+    @discardableResult
+    private func evaluatePath(logged: Bool = true) -> String {
         let start = MonotonicClock.microseconds()
         let state: PathState
         if let source, facts.backend != .none {
@@ -252,9 +260,11 @@ public final class TargetEvaluator {
         pathEvaluations += 1
         let changed = state != pathState
         pathState = state
-        Log.debug("path evaluated in \(Double(MonotonicClock.microseconds() - start) / 1000) ms"
-                  + (changed ? "; changed" : "; unchanged"))
+        let words = "path evaluated in \(Double(MonotonicClock.microseconds() - start) / 1000) ms"
+            + (changed ? " (\(state.summary))" : ", unchanged")
+        if logged { Log.debug(words) }
         if changed { sink?.pathChanged(state) }
+        return words
     }
 
     /// Every usable link's routes to the first internet destination of each family,
@@ -425,6 +435,8 @@ public final class TargetEvaluator {
     /// How many route lookups were made for callers whose uid the rules route otherwise:
     /// zero while the policy has no uid rule.
     public private(set) var classLookups = 0
+    /// Within `networkChanged()`: its one debug line tells what was done.
+    private var isEvaluating = false
 
     /// The answer class of `uid` when the uid rules route its packets otherwise than this
     /// process's (whose answers are the shared ones); `nil` when they do not (no uid rule:
@@ -442,7 +454,8 @@ public final class TargetEvaluator {
         let missing = Array(Set(addresses.filter { known[$0] == nil }))
         if let source, !missing.isEmpty {
             classLookups += missing.count
-            Log.debug("\(missing.count) lookups for other uids (uid \(uid), uid rules \(answerClass.ranges))")
+            // Within an evaluation its one line counts them; a query's are said here.
+            if !isEvaluating { Log.debug("\(missing.count) lookups for other uids (uid \(uid))") }
             for (address, route) in zip(missing, source.routes(to: missing, uid: uid)) { known[address] = .some(route) }
         }
         classAnswers[answerClass] = known
