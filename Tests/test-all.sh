@@ -28,6 +28,8 @@ packages=(
     libdbus-1-dev libnm-dev pkg-config
     # integration tests
     dbus-daemon dbus-bin network-manager dnsmasq-base iproute2 util-linux
+    # gdbus: a client of another uid (test_uid_rules.py); util-linux has setpriv
+    libglib2.0-bin
     python3 python3-pytest python3-gi gir1.2-nm-1.0 python3-dbusmock systemd
     # blocking clients and honest followers (test_blocking_clients.py, test_convergence.py,
     # test_activation.py): dbus-python with and without a main loop, jeepney

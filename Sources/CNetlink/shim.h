@@ -15,12 +15,15 @@
 #include <linux/if_link.h>
 #include <linux/neighbour.h>
 #include <linux/netconf.h>
+#include <linux/fib_rules.h>
 
 _Static_assert(sizeof(struct nlmsghdr) == 16, "nlmsghdr layout");
 _Static_assert(sizeof(struct rtmsg) == 12, "rtmsg layout");
 _Static_assert(sizeof(struct ifinfomsg) == 16, "ifinfomsg layout");
 _Static_assert(sizeof(struct rtattr) == 4, "rtattr layout");
 _Static_assert(sizeof(struct ndmsg) == 12, "ndmsg layout");
+_Static_assert(sizeof(struct fib_rule_hdr) == 12, "fib_rule_hdr layout");
+_Static_assert(sizeof(struct fib_rule_uid_range) == 8, "fib_rule_uid_range layout");
 
 /* Multicast group bits (some are enum values, some macros). */
 static inline unsigned int reach_rtmgrp_all(void) {

@@ -79,13 +79,25 @@ extension NWPath {
         let allowed = usable.filter { requirement.permits($0, underlay: underlay) }
         guard let primary = allowed.first else {
             let onDemand = Status(state.flags) == .requiresConnection && requirement == .any
-            self.init(status: onDemand ? .requiresConnection : .unsatisfied)
+            // The monitor allows none of the interfaces there are, usable or not: that is its
+            // reason, whatever happens to them (a flap of a prohibited link changes nothing).
+            let present = state.interfaces
+            guard !present.isEmpty, !present.contains(where: { requirement.permits($0, underlay: underlay) })
+            else {
+                self.init(status: onDemand ? .requiresConnection : .unsatisfied,
+                          reason: state.reason?.rawValue ?? "")
+                return
+            }
+            let types = Set(present.map { NWInterface.InterfaceType($0.type) })
+            let denied: UnsatisfiedReason = types == [.cellular] ? .cellularDenied
+                : types == [.wifi] ? .wifiDenied : .notAvailable
+            self.init(status: .unsatisfied, unsatisfiedReason: denied, reason: Reason.interfaceProhibited.rawValue)
             return
         }
         let isPreferred = primary == usable.first
         let status: Status = isPreferred ? Status(state.flags) : .satisfied
         guard status == .satisfied else {
-            self.init(status: status)
+            self.init(status: status, reason: state.reason?.rawValue ?? "")
             return
         }
         var used: Set<NWInterface.InterfaceType> = [NWInterface.InterfaceType(primary.type)]

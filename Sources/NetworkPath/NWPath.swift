@@ -18,16 +18,18 @@ public struct NWPath: Equatable, Sendable, CustomDebugStringConvertible {
         case requiresConnection
     }
 
-    /// Why a path is unsatisfied. Linux has no per-app policy that denies
-    /// cellular, Wi-Fi or local-network access and no VPN that must be active,
-    /// so the reason is always `notAvailable`; the other cases exist so that
-    /// code written for Apple's platforms compiles.
+    /// Why a path is unsatisfied, in Apple's cases where one fits. Linux has no
+    /// per-app policy that denies local-network access and no VPN that must be
+    /// active; a monitor's own `prohibitedInterfaceTypes` (or required type) that
+    /// leaves out the only usable cellular or Wi-Fi interfaces is the nearest thing
+    /// to "denied" and is told as such. Every other cause is `notAvailable`, with
+    /// the service's word in `reason`.
     public enum UnsatisfiedReason: Equatable, Sendable {
-        /// No reason is given (the only one on Linux).
+        /// No reason in Apple's terms (see `reason` for the Linux one).
         case notAvailable
-        /// The user has disabled cellular for this app (never on Linux).
+        /// Only cellular (modem) interfaces could carry traffic, and the monitor prohibits them.
         case cellularDenied
-        /// The user has disabled Wi-Fi for this app (never on Linux).
+        /// Only Wi-Fi interfaces could carry traffic, and the monitor prohibits them.
         case wifiDenied
         /// The user has disabled local network access for this app (never on Linux).
         case localNetworkDenied
@@ -58,6 +60,13 @@ public struct NWPath: Equatable, Sendable, CustomDebugStringConvertible {
 
     public let status: Status
     public let unsatisfiedReason: UnsatisfiedReason
+    /// Why the path is unsatisfied, in the service's stable words ("no-carrier",
+    /// "no-source-address", "portal", "interface-prohibited"…: the contract's
+    /// `Reason`); "" when satisfied.
+    public let reason: String
+    /// Apple's ultra-constrained paths (satellite links with very little capacity):
+    /// always false, Linux has no such signal.
+    public var isUltraConstrained: Bool { false }
     /// The interfaces the path can use, in the kernel's order of preference: the
     /// one traffic leaves through first. Those the monitor prohibits, or that do not
     /// have the required type, are left out, and so are interfaces with no route to
@@ -101,10 +110,12 @@ public struct NWPath: Equatable, Sendable, CustomDebugStringConvertible {
     init(status: Status, availableInterfaces: [NWInterface] = [], usedTypes: Set<NWInterface.InterfaceType> = [],
          isExpensive: Bool = false, isConstrained: Bool = false, supportsIPv4: Bool = false,
          supportsIPv6: Bool = false, supportsDNS: Bool = false, gateways: [NWEndpoint] = [],
-         linkQuality: ReachabilityCore.LinkQuality = .unknown) {
+         linkQuality: ReachabilityCore.LinkQuality = .unknown, unsatisfiedReason: UnsatisfiedReason = .notAvailable,
+         reason: String = "") {
         quality = linkQuality
         self.status = status
-        unsatisfiedReason = .notAvailable
+        self.unsatisfiedReason = unsatisfiedReason
+        self.reason = status == .satisfied ? "" : reason
         self.availableInterfaces = availableInterfaces
         self.usedTypes = usedTypes
         self.isExpensive = isExpensive

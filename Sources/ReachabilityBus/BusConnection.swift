@@ -70,6 +70,7 @@ public final class BusConnection {
             self.emitSignal(path: path, interface: interface, name: name, values, to: destinations)
         }
         tree.isBehind = { [unowned self] peer in self.callers.ledger.isBehind(peer) }
+        tree.userOf = { [unowned self] peer in self.callers.users[peer] }
         attachToMainLoop()
         registerDispatcher()
     }

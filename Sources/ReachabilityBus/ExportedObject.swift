@@ -1,3 +1,4 @@
+import ReachabilityCore
 import ReachabilityLoop
 
 /// An interface table with its owner's type erased, built once per table and
@@ -78,6 +79,11 @@ public struct BoundInterface {
 
     func value(_ index: Int) -> DBusValue { table.properties[index].get(owner) }
 
+    /// The value callers of `user` see (`ViewedByUser`).
+    func value(_ index: Int, for user: UserID) -> DBusValue {
+        table.properties[index].get((owner as? ViewedByUser)?.view(for: user) ?? owner)
+    }
+
     /// `Properties.Set`: a writable property takes a value of its own type.
     func set(_ index: Int, _ value: DBusValue, call: MethodCall) throws(BusError) {
         let property = table.properties[index]
@@ -93,9 +99,11 @@ public struct BoundInterface {
 
     func property(_ name: String) -> Int? { table.propertyIndex[name] }
 
-    /// All properties as `a{sv}`.
-    func allProperties() -> DBusValue {
-        .vardict(table.properties.indices.map { (table.properties[$0].name, value($0)) })
+    /// All properties as `a{sv}`, as callers of `user` see them (`nil`: the shared values).
+    func allProperties(for user: UserID? = nil) -> DBusValue {
+        .vardict(table.properties.indices.map { index in
+            (table.properties[index].name, user.map { value(index, for: $0) } ?? value(index))
+        })
     }
 }
 
@@ -107,10 +115,13 @@ public final class ExportedObject {
     let interfaces: [BoundInterface]
     private unowned let tree: ObjectTree
     /// Who may see the object and hears its signals; `nil`: everybody.
-    let audience: ObjectAudience?
+    public let audience: ObjectAudience?
     /// The values last announced (or first exported): per interface, in the order
     /// of its table's `announcedIndices`.
     private var announced: [[DBusValue]]
+    /// The values last announced to the listeners of each user that sees a view of its
+    /// own (`ViewedByUser`), until the user sees the shared values again.
+    private var announcedToUser: [UserID: [[DBusValue]]] = [:]
 
     init(path: ObjectPath, interfaces: [BoundInterface], tree: ObjectTree, audience: ObjectAudience?) {
         self.path = path
@@ -129,44 +140,65 @@ public final class ExportedObject {
     /// for a peer that falls behind, to send it what differs once it reads again.
     typealias Fingerprint = [[Int]]
 
-    /// The fingerprint of what a peer that is up to date has been told.
-    var told: Fingerprint { announced.map { $0.map(\.hashValue) } }
+    /// The fingerprint of what `peer`, if up to date, has been told.
+    func told(to peer: String) -> Fingerprint { current(for: peer).map { $0.map(\.hashValue) } }
 
-    /// Emits `PropertiesChanged` for each interface whose announced properties
-    /// changed since the last call, carrying only those properties, then the follow-up
-    /// signal if one of its properties changed. A listener that has fallen behind is sent
-    /// nothing now: the tree keeps what it was last told, and it gets what differs once it
-    /// reads again.
+    /// Emits `PropertiesChanged` for each interface whose announced properties changed
+    /// since the last call, carrying only those properties, then the interface's follow-up
+    /// signal if one of its arguments changed. Listeners of a user with a view of its own
+    /// (`ViewedByUser`) hear what changed in that view. A listener that has fallen behind
+    /// is sent nothing now: the tree keeps what it was last told, and it gets what differs
+    /// once it reads again.
     public func propertiesChanged() {
-        let before = announced
+        guard let audience else { return publish(&announced, to: nil) { $0.value($1) } }
+        var shared = audience.listeners
+        if interfaces.contains(where: { $0.owner is ViewedByUser }) {
+            let byUser = audience.listenersByUser
+            for (user, names) in byUser where announcedToUser[user] != nil || seesOwnView(user) {
+                shared.removeAll { names.contains($0) }
+                var last = announcedToUser[user] ?? announced
+                publish(&last, to: names) { $0.value($1, for: user) }
+                announcedToUser[user] = seesOwnView(user) ? last : nil
+            }
+            for user in announcedToUser.keys where byUser[user] == nil { announcedToUser[user] = nil }
+        }
+        publish(&announced, to: shared) { $0.value($1) }
+    }
+
+    private func seesOwnView(_ user: UserID) -> Bool {
+        interfaces.contains { ($0.owner as? ViewedByUser).map { $0.view(for: user) !== $0 } ?? false }
+    }
+
+    /// What differs from `last` (then updated) to `listeners` (`nil`: everybody), or kept
+    /// for those of them that have fallen behind, with what they were told before.
+    private func publish(_ last: inout [[DBusValue]], to listeners: [String]?,
+                         _ value: (BoundInterface, Int) -> DBusValue) {
+        let before = last
         var changes: [Change] = []
         for (i, interface) in interfaces.enumerated() {
             var change = Change(interface: i)
             for (slot, index) in interface.table.announcedIndices.enumerated() {
-                let value = interface.value(index)
-                if announced[i][slot] != value {
-                    announced[i][slot] = value
+                let value = value(interface, index)
+                if last[i][slot] != value {
+                    last[i][slot] = value
                     change.slots.append(slot)
                 }
             }
             if !change.slots.isEmpty { changes.append(change) }
         }
         guard !changes.isEmpty else { return }
-        var destinations: [String]?
-        if let audience {
-            var current: [String] = []
-            var toldBefore: Fingerprint?
-            for listener in audience.listeners {
-                guard tree.isBehind(listener) else {
-                    current.append(listener)
-                    continue
-                }
-                if toldBefore == nil { toldBefore = before.map { $0.map(\.hashValue) } }
-                tree.withhold(path, from: listener, told: toldBefore!, interfaces: interfaceNames)
+        guard let listeners else { return announce(changes, values: last, to: nil) }
+        var current: [String] = []
+        var toldBefore: Fingerprint?
+        for listener in listeners {
+            guard tree.isBehind(listener) else {
+                current.append(listener)
+                continue
             }
-            destinations = current
+            if toldBefore == nil { toldBefore = before.map { $0.map(\.hashValue) } }
+            tree.withhold(path, from: listener, told: toldBefore!, interfaces: interfaceNames)
         }
-        announce(changes, to: destinations)
+        announce(changes, values: last, to: current)
     }
 
     /// The announced properties of one interface (by index) that changed, by slot.
@@ -175,38 +207,48 @@ public final class ExportedObject {
         var slots: [Int] = []
     }
 
-    /// Sends `changes` — one `PropertiesChanged` per interface, then the interface's
-    /// follow-up if one of its arguments is among them — to `destinations` (`nil`: everybody).
-    private func announce(_ changes: [Change], to destinations: [String]?) {
+    /// Sends `changes` of `values` — one `PropertiesChanged` per interface, then the
+    /// interface's follow-up if one of its arguments is among them — to `destinations`
+    /// (`nil`: everybody).
+    private func announce(_ changes: [Change], values: [[DBusValue]], to destinations: [String]?) {
         guard destinations?.isEmpty != true else { return }
         for change in changes {
             let interface = interfaces[change.interface]
             let table = interface.table
             let changed = change.slots.map { (table.properties[table.announcedIndices[$0]].name,
-                                              announced[change.interface][$0]) }
+                                              values[change.interface][$0]) }
             let invalidated = table.properties.filter { $0.emits == .invalidates }.map(\.name)
             tree.emit(path, StandardInterface.properties.name, "PropertiesChanged",
                       [.string(interface.name), .vardict(changed), .strings(invalidated)], destinations)
             if let followUp = table.followUp, followUp.slots.contains(where: change.slots.contains) {
                 send(followUp.signal, interface: interface.name,
-                     followUp.slots.map { announced[change.interface][$0] }, to: destinations)
+                     followUp.slots.map { values[change.interface][$0] }, to: destinations)
             }
         }
     }
 
+    /// The announced values `peer` would hear now: its user's view, or the shared values.
+    func current(for peer: String) -> [[DBusValue]] {
+        guard interfaces.contains(where: { $0.owner is ViewedByUser }), let user = tree.userOf(peer),
+            seesOwnView(user)
+        else { return announced }
+        return interfaces.map { i in i.table.announcedIndices.map { i.value($0, for: user) } }
+    }
+
     /// Brings `peer`, which was last told `told` of this object, up to date: one
-    /// `PropertiesChanged` per interface with every property that differs now, and the
-    /// follow-up if one of its arguments differs.
+    /// `PropertiesChanged` per interface with every property that differs now (in what its
+    /// user sees), and the follow-up if one of its arguments differs.
     func catchUp(_ peer: String, told: Fingerprint) {
+        let values = current(for: peer)
         var changes: [Change] = []
         for (i, interface) in interfaces.enumerated() {
             var change = Change(interface: i)
-            for slot in interface.table.announcedIndices.indices where told[i][slot] != announced[i][slot].hashValue {
+            for slot in interface.table.announcedIndices.indices where told[i][slot] != values[i][slot].hashValue {
                 change.slots.append(slot)
             }
             if !change.slots.isEmpty { changes.append(change) }
         }
-        announce(changes, to: [peer])
+        announce(changes, values: values, to: [peer])
     }
 
     /// Emits one of the object's declared signals. Arguments that do not match
@@ -245,10 +287,11 @@ public final class ExportedObject {
         tree.emit(path, interface, signal.name, values, destinations)
     }
 
-    /// `a{sa{sv}}`: every interface with its properties (for ObjectManager).
-    func interfacesAndProperties() -> DBusValue {
+    /// `a{sa{sv}}`: every interface with its properties (for ObjectManager), as callers of
+    /// `user` see them (`nil`: the shared values).
+    func interfacesAndProperties(for user: UserID? = nil) -> DBusValue {
         .dictionary(keySignature: "s", valueSignature: "a{sv}",
-                    interfaces.map { .init(.string($0.name), $0.allProperties()) })
+                    interfaces.map { .init(.string($0.name), $0.allProperties(for: user)) })
     }
 }
 

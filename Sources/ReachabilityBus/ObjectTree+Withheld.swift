@@ -50,14 +50,14 @@ extension ObjectTree {
         case .some:
             break  // It knows the object as it was told: once it reads, the object is gone.
         case .none:
-            withheld[peer, default: [:]][object.path] = Withheld(told: object.told, interfaces: object.interfaceNames)
+            withheld[peer, default: [:]][object.path] = Withheld(told: object.told(to: peer), interfaces: object.interfaceNames)
         }
         return false
     }
 
     /// `peer`, behind, is owed `signal` of `object` (its latest arguments win).
     func owe(_ signal: Signal, interface: String, _ values: [DBusValue], on object: ExportedObject, to peer: String) {
-        var entry = withheld[peer]?[object.path] ?? Withheld(told: object.told, interfaces: object.interfaceNames)
+        var entry = withheld[peer]?[object.path] ?? Withheld(told: object.told(to: peer), interfaces: object.interfaceNames)
         entry.owed[signal.name] = (signal, interface, values)
         withheld[peer, default: [:]][object.path] = entry
     }

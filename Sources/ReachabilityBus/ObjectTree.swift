@@ -12,10 +12,26 @@ public protocol ObjectAudience: AnyObject {
     var listeners: [String] { get }
     /// Whether `peer` is one of the listeners.
     func hears(_ peer: String) -> Bool
+    /// The same, with each one's user: what an object whose properties depend on who
+    /// asks (`ViewedByUser`) needs to tell each listener its own values.
+    var listenersByUser: [UserID: [String]] { get }
 }
 
 extension ObjectAudience {
     public func hears(_ peer: String) -> Bool { listeners.contains(peer) }
+    /// No listener has a view of its own.
+    public var listenersByUser: [UserID: [String]] { [:] }
+}
+
+/// The seam for answers that depend on who asks: an object owner whose property
+/// values differ per caller's user. `Get`, `GetAll`, `GetManagedObjects` read a
+/// caller's properties from `view(for: call.user)`; `PropertiesChanged` tells each
+/// listener what changed in its own user's view (`ExportedObject.propertiesChanged`).
+@LoopActor
+public protocol ViewedByUser: AnyObject {
+    /// The owner whose properties callers of `user` read: the object's own owner when
+    /// they see the shared values, else one of the same type.
+    func view(for user: UserID) -> AnyObject
 }
 
 /// The objects a connection exports, by path, and what the standard interfaces
@@ -36,6 +52,8 @@ public final class ObjectTree {
     /// Whether a peer has fallen behind (it is not reading what it is sent): the
     /// connection's ledger, or a test's.
     var isBehind: (String) -> Bool = { _ in false }
+    /// The Unix user of a peer, if known (what a peer catching up sees depends on it).
+    var userOf: (String) -> UserID? = { _ in nil }
     /// What each peer that fell behind has not been told (see `withhold`).
     var withheld: [String: [ObjectPath: Withheld]] = [:]
 
@@ -80,8 +98,20 @@ public final class ObjectTree {
         guard let manager = managerAbove(path), let object = objects[path] else { return }
         let current = listeners.map { $0.filter { !isBehind($0) || withholdAdded(path, from: $0) } }
         guard current?.isEmpty != true else { return }
+        // Each listener gets the properties its own user sees (`ViewedByUser`).
+        var shared = current
+        if let current, let byUser = object.audience?.listenersByUser {
+            for (user, names) in byUser {
+                let mine = names.filter(current.contains)
+                guard !mine.isEmpty else { continue }
+                shared?.removeAll { mine.contains($0) }
+                emit(manager, StandardInterface.objectManager.name, "InterfacesAdded",
+                     [.objectPath(path), object.interfacesAndProperties(for: user)], mine)
+            }
+        }
+        guard shared?.isEmpty != true else { return }
         emit(manager, StandardInterface.objectManager.name, "InterfacesAdded",
-             [.objectPath(path), object.interfacesAndProperties()], current)
+             [.objectPath(path), object.interfacesAndProperties()], shared)
     }
 
     /// `InterfacesRemoved` for the object at `path` to `listeners` (`nil`: everybody):
@@ -121,7 +151,7 @@ public final class ObjectTree {
     func managedObjects(_ manager: ObjectPath, for user: UserID) -> DBusValue {
         let entries = objects.filter { isVisible($0.value, to: user) && managerAbove($0.key) == manager }
             .sorted { $0.key < $1.key }
-            .map { DBusValue.DictionaryEntry(.objectPath($0.key), $0.value.interfacesAndProperties()) }
+            .map { DBusValue.DictionaryEntry(.objectPath($0.key), $0.value.interfacesAndProperties(for: user)) }
         return .dictionary(keySignature: "o", valueSignature: "a{sa{sv}}", entries)
     }
 

@@ -63,14 +63,14 @@ enum StandardInterface: CaseIterable, Sendable {
     private static let propertiesMethods = [
         Method(name: "Get", input: "ss", output: "v") { tree, call throws(BusError) in
             let (bound, index) = try property(tree, call)
-            return [.variant(bound.value(index))]
+            return [.variant(bound.value(index, for: call.user))]
         },
         Method(name: "GetAll", input: "s", output: "a{sv}") { tree, call throws(BusError) in
             let (_, scope) = try scope(tree, call, interface: call.string(0))
             guard let scope else { return [.vardict([])] }
-            if scope.count == 1 { return [scope[0].allProperties()] }
+            if scope.count == 1 { return [scope[0].allProperties(for: call.user)] }
             return [.vardict(scope.flatMap { i in
-                i.table.properties.indices.map { (i.table.properties[$0].name, i.value($0)) }
+                i.table.properties.indices.map { (i.table.properties[$0].name, i.value($0, for: call.user)) }
             })]
         },
         Method(name: "Set", input: "ssv", output: "") { tree, call throws(BusError) in

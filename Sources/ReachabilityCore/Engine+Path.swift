@@ -62,6 +62,7 @@ extension Engine {
                 // send the family's packets elsewhere, or nowhere).
                 let usable = canCarry && internetInterfaces[family] != nil
                     && (routed || internetInterfaces[family] == link.name)
+                    && hasSendingAddress(family, facts: facts)
                 if family == .ipv4 { entry.usableIPv4 = usable } else { entry.usableIPv6 = usable }
                 guard usable, let route, routed else { continue }
                 metric = min(metric, route.metric)
@@ -91,7 +92,20 @@ extension Engine {
             dnsConfigured: dnsConfigured,
             isExpensive: preferred.map { $0.type == .wwan || device?.isMetered == true } ?? false,
             isConstrained: device?.isMeteredByUser ?? false,
-            linkQuality: linkQuality(of: preferred, device: device))
+            linkQuality: linkQuality(of: preferred, device: device),
+            reason: internet.reason)
+    }
+
+    /// The source rule for a bound lookup, whose answer names no source: some link
+    /// but loopback (the kernel takes a source from any link when the outgoing one
+    /// has none) has an address of the family that is global (or unique-local) and
+    /// may send (`AddressFact.maySend`). True when `facts.addresses` was not read.
+    static func hasSendingAddress(_ family: AddressFamily, facts: NetworkFacts) -> Bool {
+        guard let addresses = facts.addresses else { return true }
+        return addresses.contains { address in
+            address.family == family && address.scope == .global && address.maySend
+                && facts.links[address.interfaceIndex].map { $0.kernelType != .loopback } ?? false
+        }
     }
 
     /// A resolver configuration file (`resolv.conf(5)`) names a name server: a

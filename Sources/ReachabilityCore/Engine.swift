@@ -17,11 +17,13 @@ public enum Engine {
         public var connectivity: Connectivity
         public var isMetered: Bool
         public var isVPN: Bool
+        /// Why the path is not reachable (`nil` when it is): the first rule that failed.
+        public var cause: Cause?
 
-        public static func unreachable(_ family: AddressFamily) -> Path {
+        public static func unreachable(_ family: AddressFamily, _ cause: Cause? = nil) -> Path {
             Path(
                 family: family, flags: [], interface: "", interfaceType: .none, connectivity: .unknown,
-                isMetered: false, isVPN: false)
+                isMetered: false, isVPN: false, cause: cause)
         }
 
         /// Apple's ranking: reachable without ConnectionRequired, then reachable with it, then not reachable.
@@ -31,13 +33,25 @@ public enum Engine {
         }
     }
 
-    /// Flags for one destination whose route the kernel gave as `route`.
+    /// Flags for one destination whose route the kernel gave as `route`;
+    /// `destination` is its literal (`nil`: an internet destination, global).
+    /// Each rule that fails says why (`Path.cause`), in the order the table reads.
     public static func evaluatePath(
-        family: AddressFamily, route: RouteFact?, facts: NetworkFacts
+        family: AddressFamily, route: RouteFact?, facts: NetworkFacts, destination: String? = nil
     ) -> Path {
-        guard let route, route.kind != .unusable,
-            let link = facts.links[route.interfaceIndex], link.isUsable
-        else { return .unreachable(family) }
+        let to = destination.map { " to \($0)" } ?? " to the internet over \(family.name)"
+        guard let route else { return .unreachable(family, Cause(.noRoute, "no route\(to)")) }
+        guard route.kind != .unusable else {
+            return .unreachable(family, Cause(.rejected, "the route\(to) is \(route.rejection ?? "unusable")"))
+        }
+        guard let link = facts.links[route.interfaceIndex] else {
+            return .unreachable(family, Cause(.noRoute, "no route\(to) (its link is gone)"))
+        }
+        guard link.isUp else { return .unreachable(family, Cause(.linkDown, "\(link.name) is down")) }
+        guard link.isUsable else { return .unreachable(family, Cause(.noCarrier, "no carrier on \(link.name)")) }
+        if let cause = sourceCause(family: family, route: route, destination: destination, facts: facts) {
+            return .unreachable(family, cause)
+        }
 
         var flags: ReachabilityFlags = .reachable
         switch route.kind {
@@ -53,18 +67,54 @@ public enum Engine {
         let isVPN = Self.isVPN(link, facts: facts)
         if isVPN {
             // A tunnel needs an underlay: without one its packets go nowhere.
-            guard hasUnderlay(facts) else { return .unreachable(family) }
+            guard hasUnderlay(facts) else {
+                return .unreachable(family, Cause(.noUnderlay, "no link carries the packets of \(link.name)"))
+            }
             flags.insert(.transientConnection)
         }
 
         let connectivity = device?.connectivity(family) ?? .unknown
+        var cause: Cause?
         if route.hasGateway && connectivity == .portal {
             flags.formUnion([.connectionRequired, .interventionRequired])
+            cause = Cause(.portal, "a captive portal on \(link.name)")
         }
 
         return Path(
             family: family, flags: flags, interface: link.name, interfaceType: type,
-            connectivity: connectivity, isMetered: device?.isMetered ?? false, isVPN: isVPN)
+            connectivity: connectivity, isMetered: device?.isMetered ?? false, isVPN: isVPN, cause: cause)
+    }
+
+    /// The source rule: a unicast route counts only when the kernel's answer carries
+    /// a source address a packet can leave with. For a destination that is not
+    /// link-local, the source must be neither missing (IPv4 without an address),
+    /// nor link-local (`fe80::/10`, `169.254/16`), nor loopback (the kernel answers
+    /// `::1` when every address of the link is tentative), nor tentative (unless
+    /// optimistic) or DAD-failed. `nil` when the source may send, for a `local`
+    /// route, and when `facts.addresses` was not read.
+    public static func sourceCause(
+        family: AddressFamily, route: RouteFact, destination: String?, facts: NetworkFacts
+    ) -> Cause? {
+        guard route.kind == .unicast, let addresses = facts.addresses else { return nil }
+        let linkName = facts.links[route.interfaceIndex]?.name ?? "its link"
+        // The addresses of the family on the route's link that may not send, and why.
+        let blocked = addresses.filter {
+            $0.family == family && $0.interfaceIndex == route.interfaceIndex && $0.scope == .global && !$0.maySend
+        }
+        let why = blocked.isEmpty ? "" : " (" + blocked.map { "\($0.address) is \($0.state ?? "")" }
+            .joined(separator: ", ") + ")"
+        guard let source = route.source, !AddressText.isUnspecified(source) else {
+            return Cause(.noSourceAddress, "no \(family.name) address to send from through \(linkName)\(why)")
+        }
+        if let destination, AddressText.isLinkLocal(destination) { return nil }
+        if AddressText.isLinkLocal(source) || AddressText.isLoopback(source) {
+            return Cause(.noSourceAddress,
+                         "only \(source) to send from through \(linkName), which no router forwards\(why)")
+        }
+        if let fact = addresses.first(where: { $0.address == source }), let state = fact.state {
+            return Cause(.noSourceAddress, "the source address \(source) on \(linkName) is \(state)")
+        }
+        return nil
     }
 
     /// The link belongs to a VPN: a NetworkManager VPN or tunnel device, or a
@@ -138,7 +188,11 @@ public enum Engine {
     public static func internetPath(family: AddressFamily, facts: NetworkFacts) -> Path {
         let routes = facts.internetRoutes[family] ?? []
         let routed = routes.filter { $0.map { $0.kind != .unusable } ?? false }
-        guard routed.count * 2 > routes.count else { return .unreachable(family) }
+        guard routed.count * 2 > routes.count else {
+            // The cause of the destinations that are not routed (the first one asked).
+            let unrouted = routes.first { $0.map { $0.kind == .unusable } ?? true } ?? nil
+            return evaluatePath(family: family, route: unrouted, facts: facts)
+        }
         let paths = routed.map { route in
             var path = evaluatePath(family: family, route: route, facts: facts)
             path.flags.subtract([.isDirect, .isLocalAddress])
@@ -159,6 +213,7 @@ public enum Engine {
             var path = internetPath(family: family, facts: facts)
             if facts.connectivity == .portal {
                 path.flags.formUnion([.connectionRequired, .interventionRequired])
+                if path.flags.contains(.reachable) { path.cause = Cause(.portal, "a captive portal stands in the way") }
             }
             return path
         }
@@ -168,12 +223,14 @@ public enum Engine {
     static func state(
         from paths: [Path], facts: NetworkFacts, connectivity: Connectivity? = nil, addresses: [String] = []
     ) -> TargetState {
-        let best = choose(paths) ?? .unreachable(.ipv4)
+        let best = choose(paths) ?? .unreachable(.ipv4, Cause(.noRoute, "no address to evaluate"))
         let flags = applyActivation(to: best.flags, facts: facts)
         let reachable = best.rank > 0
         func familyReachable(_ family: AddressFamily) -> Bool {
             paths.contains { $0.family == family && ReachabilityStatus(flags: $0.flags).isReachable }
         }
+        let cause = ReachabilityStatus(flags: flags).isReachable ? nil
+            : activationCause(flags: best.flags, facts: facts) ?? (best.rank > 0 ? best.cause : nil) ?? deepestCause(paths)
         return TargetState(
             flags: flags,
             interface: reachable ? best.interface : "",
@@ -183,7 +240,32 @@ public enum Engine {
             isMetered: reachable && best.isMetered,
             isVPN: reachable && best.isVPN,
             reachableIPv4: familyReachable(.ipv4),
-            reachableIPv6: familyReachable(.ipv6))
+            reachableIPv6: familyReachable(.ipv6),
+            reason: cause?.reason, error: cause?.detail ?? "")
+    }
+
+    /// The cause `applyActivation` adds to a path that is not reachable: a device
+    /// waiting for secrets, or a connection being activated.
+    static func activationCause(flags: ReachabilityFlags, facts: NetworkFacts) -> Cause? {
+        guard !flags.contains(.reachable) else { return nil }
+        let devices = facts.devices.values.sorted { $0.interface < $1.interface }
+        if let device = devices.first(where: { $0.activity == .needsAuthentication }) {
+            return Cause(.needsAuth, "\(device.interface) waits for secrets")
+        }
+        if let device = devices.first(where: { $0.activity == .activating }) {
+            return Cause(.connecting, "\(device.interface) is connecting")
+        }
+        return nil
+    }
+
+    /// Among the causes of paths that are not reachable, the one that got furthest
+    /// (`Reason.depth`); ties go to the earlier path.
+    static func deepestCause(_ paths: [Path]) -> Cause? {
+        var best: Cause?
+        for cause in paths.compactMap(\.cause) where best == nil || cause.reason.depth > best!.reason.depth {
+            best = cause
+        }
+        return best
     }
 }
 
@@ -206,7 +288,7 @@ extension Engine {
         guard facts.backend != .none else {
             return TargetState(flags: nil, addresses: routes.map(\.address))
         }
-        let paths = routes.map { evaluatePath(family: $0.family, route: $0.route, facts: facts) }
+        let paths = routes.map { evaluatePath(family: $0.family, route: $0.route, facts: facts, destination: $0.address) }
         return state(from: paths, facts: facts, addresses: routes.map(\.address))
     }
 
@@ -224,6 +306,6 @@ extension Engine {
     /// activation flags: the name is the problem), with the resolver's message.
     public static func resolutionFailed(_ message: String, facts: NetworkFacts) -> TargetState {
         guard facts.backend != .none else { return TargetState(flags: nil, error: message) }
-        return TargetState(flags: [], error: message)
+        return TargetState(flags: [], reason: .lookupFailed, error: message)
     }
 }

@@ -47,11 +47,20 @@ public struct RouteFact: Sendable, Hashable {
     /// has a lifetime (`RTA_CACHEINFO` expiry: an IPv6 route learnt from a router
     /// advertisement); `nil` when it has none.
     public var lifetime: UInt32?
+    /// The source address the kernel chose for the packet (`RTA_PREFSRC`, or the
+    /// source the lookup was given), as a literal; `nil` when the answer has none
+    /// (IPv4 without any address). `Engine.sourceCause` judges it.
+    public var source: String?
+    /// For an `unusable` route, its type in words: "unreachable", "prohibit",
+    /// "blackhole" or "throw".
+    public var rejection: String?
 
     public init(
         kind: Kind, hasGateway: Bool, interfaceIndex: Int32, gateway: String? = nil, metric: UInt32 = 0,
-        lifetime: UInt32? = nil
+        lifetime: UInt32? = nil, source: String? = nil, rejection: String? = nil
     ) {
+        self.source = source
+        self.rejection = rejection
         self.kind = kind
         self.hasGateway = hasGateway
         self.interfaceIndex = interfaceIndex
@@ -78,11 +87,17 @@ public struct LinkFact: Sendable, Hashable {
     public var isTunnel: Bool
     /// `IFF_POINTOPOINT`: whatever is routed through the link leaves the machine.
     public var isPointToPoint: Bool
+    /// The link's group (`IFLA_GROUP`, `ip link set X group N`): rules select by it.
+    public var group: UInt32
+    /// The link's master's index (`IFLA_MASTER`: a bridge, bond or VRF), 0 when none.
+    public var master: Int32
 
     public init(
         index: Int32, name: String, isUp: Bool, hasCarrier: Bool, operState: OperState,
-        kernelType: InterfaceType, isTunnel: Bool, isPointToPoint: Bool = false
+        kernelType: InterfaceType, isTunnel: Bool, isPointToPoint: Bool = false, group: UInt32 = 0, master: Int32 = 0
     ) {
+        self.group = group
+        self.master = master
         self.isPointToPoint = isPointToPoint
         self.index = index
         self.name = name
@@ -95,6 +110,46 @@ public struct LinkFact: Sendable, Hashable {
 
     /// Packets can leave through this link: up, with carrier, operstate up or unknown.
     public var isUsable: Bool { isUp && hasCarrier && operState != .down }
+}
+
+/// One address configured on a link (`RTM_NEWADDR`), with what decides whether
+/// packets may leave with it.
+public struct AddressFact: Sendable, Hashable {
+    /// The kernel's scope of the address (`ifa_scope`).
+    public enum Scope: Sendable, Hashable { case global, site, link, host }
+
+    /// The literal (canonical, without a scope).
+    public var address: String
+    public var family: AddressFamily
+    public var interfaceIndex: Int32
+    public var scope: Scope
+    /// `IFA_F_TENTATIVE`: duplicate address detection is still running.
+    public var isTentative: Bool
+    /// `IFA_F_DADFAILED`: another host has it.
+    public var isDADFailed: Bool
+    /// `IFA_F_OPTIMISTIC`: tentative, but allowed to send (RFC 4429).
+    public var isOptimistic: Bool
+
+    public init(address: String, family: AddressFamily, interfaceIndex: Int32, scope: Scope = .global,
+                isTentative: Bool = false, isDADFailed: Bool = false, isOptimistic: Bool = false) {
+        self.address = address
+        self.family = family
+        self.interfaceIndex = interfaceIndex
+        self.scope = scope
+        self.isTentative = isTentative
+        self.isDADFailed = isDADFailed
+        self.isOptimistic = isOptimistic
+    }
+
+    /// Packets may leave with it: not DAD-failed, and not tentative unless optimistic.
+    public var maySend: Bool { !isDADFailed && (!isTentative || isOptimistic) }
+
+    /// Why it may not send, in words ("tentative", "DAD-failed"); `nil` when it may.
+    public var state: String? {
+        if isDADFailed { return "DAD-failed" }
+        if isTentative && !isOptimistic { return "tentative" }
+        return nil
+    }
 }
 
 /// A NetworkManager device, reduced to what the flags need.
@@ -168,12 +223,16 @@ public struct NetworkFacts: Sendable, Hashable {
     /// NetworkManager's DNS configuration has a name server; `nil` when it was
     /// not read (no NetworkManager: the resolver's configuration file tells).
     public var dnsConfigured: Bool?
+    /// Every address of every link (`RTM_GETADDR`), with its DAD state. `nil`: not
+    /// read, and no answer's source is judged (`Engine.sourceCause`).
+    public var addresses: [AddressFact]?
 
     public init(
         backend: BackendKind, connectivity: Connectivity = .unknown, devices: [String: DeviceFact] = [:],
         links: [Int32: LinkFact] = [:], internetRoutes: [AddressFamily: [RouteFact?]] = [:],
-        underlayLinks: Set<Int32>? = nil, dnsConfigured: Bool? = nil
+        underlayLinks: Set<Int32>? = nil, dnsConfigured: Bool? = nil, addresses: [AddressFact]? = nil
     ) {
+        self.addresses = addresses
         self.backend = backend
         self.connectivity = connectivity
         self.devices = devices
@@ -185,4 +244,36 @@ public struct NetworkFacts: Sendable, Hashable {
 
     /// Nothing is known yet: no backend.
     public static let unknown = NetworkFacts(backend: .none)
+}
+
+extension AddressFamily {
+    /// "IPv4" or "IPv6", for sentences.
+    public var name: String { self == .ipv4 ? "IPv4" : "IPv6" }
+}
+
+/// What the rules need to know of an address literal's text (canonical, as
+/// `inet_ntop` writes it), without parsing it into bytes.
+public enum AddressText {
+    /// `169.254.0.0/16` or `fe80::/10` (a scope suffix `%eth0` allowed).
+    public static func isLinkLocal(_ literal: String) -> Bool {
+        if !literal.contains(":") { return literal.hasPrefix("169.254.") }
+        guard let hextet = firstHextet(literal) else { return false }
+        return hextet & 0xFFC0 == 0xFE80
+    }
+
+    /// `127.0.0.0/8` or `::1`.
+    public static func isLoopback(_ literal: String) -> Bool {
+        literal.contains(":") ? literal == "::1" : literal.hasPrefix("127.")
+    }
+
+    /// `0.0.0.0` or `::`.
+    public static func isUnspecified(_ literal: String) -> Bool {
+        literal == "0.0.0.0" || literal == "::"
+    }
+
+    private static func firstHextet(_ literal: String) -> UInt16? {
+        let head = literal.prefix { $0 != ":" }
+        if head.isEmpty { return 0 }
+        return UInt16(head, radix: 16)
+    }
 }

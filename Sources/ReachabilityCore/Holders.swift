@@ -121,6 +121,9 @@ public struct HolderRegistry<Key: Hashable & Sendable>: Sendable {
     /// Whether a client of `user` holds `key`.
     public func isHeld(_ key: Key, byUser user: UserID) -> Bool { keysByUser[user]?[key] != nil }
 
+    /// The user of `client`, while it holds something.
+    public func user(of client: String) -> UserID? { userOfClient[client] }
+
     /// The keys the clients of `user` hold.
     public func keys(ofUser user: UserID) -> Dictionary<Key, Int>.Keys { (keysByUser[user] ?? [:]).keys }
 
@@ -128,9 +131,6 @@ public struct HolderRegistry<Key: Hashable & Sendable>: Sendable {
     public func count(ofUser user: UserID) -> Int { keysByUser[user]?.count ?? 0 }
 
     /// The clients holding `key`; empty when nobody does.
-    /// The Unix user of a connection holding a target, if it holds one.
-    public func user(of client: String) -> UserID? { userOfClient[client] }
-
     public func holders(of key: Key) -> Set<String> {
         holdersByKey[key] ?? []
     }

@@ -50,9 +50,13 @@ public struct PathState: Sendable, Hashable {
     public var isConstrained: Bool
     /// The preferred interface's link quality (`Engine.linkQuality`).
     public var linkQuality: LinkQuality
+    /// Why the internet is not reachable (the internet target's `reason`); `nil` when it is.
+    public var reason: Reason?
 
     public init(interfaces: [PathInterface] = [], flags: ReachabilityFlags = [], dnsConfigured: Bool = false,
-                isExpensive: Bool = false, isConstrained: Bool = false, linkQuality: LinkQuality = .unknown) {
+                isExpensive: Bool = false, isConstrained: Bool = false, linkQuality: LinkQuality = .unknown,
+                reason: Reason? = nil) {
+        self.reason = reason
         self.linkQuality = linkQuality
         self.interfaces = interfaces
         self.flags = flags
@@ -63,4 +67,15 @@ public struct PathState: Sendable, Hashable {
 
     /// Nothing known yet, or no interface at all.
     public static let none = PathState()
+
+    /// The path in a few words, for the log: "usable: eth0 (IPv4, IPv6), wlan0 (IPv4)",
+    /// "no usable interface (no-carrier)".
+    public var summary: String {
+        let usable = interfaces.filter(\.isUsable).map { entry in
+            let families = [entry.usableIPv4 ? "IPv4" : nil, entry.usableIPv6 ? "IPv6" : nil].compactMap { $0 }
+            return "\(entry.name) (\(families.joined(separator: ", ")))"
+        }
+        if usable.isEmpty { return "no usable interface" + (reason.map { " (\($0.rawValue))" } ?? "") }
+        return "usable: " + usable.joined(separator: ", ")
+    }
 }

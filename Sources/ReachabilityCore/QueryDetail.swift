@@ -9,6 +9,7 @@ public enum QueryDetail: String, CaseIterable, Sendable {
     case vpn
     case reachableIPv4 = "reachable-ipv4"
     case reachableIPv6 = "reachable-ipv6"
+    case reason
     case error
 
     /// The `…Target` property that carries the same fact.
@@ -22,6 +23,7 @@ public enum QueryDetail: String, CaseIterable, Sendable {
         case .vpn: Contract.Target.vpn
         case .reachableIPv4: Contract.Target.reachableIPv4
         case .reachableIPv6: Contract.Target.reachableIPv6
+        case .reason: Contract.Target.reason
         case .error: Contract.Target.error
         }
     }

@@ -11,6 +11,7 @@
 /// | route, rule, next-hop object added or removed | the lookup itself changes | every answer |
 /// | address added or removed | its local and prefix routes come and go with it | every answer |
 /// | link removed | its routes and next hops go without a route event | answers through it |
+/// | link's group, name or master changed | `ip rule` selects by them (`suppress_ifgroup`, `oif`/`iif` by name, `l3mdev`), without a rule event | every answer |
 /// | link down, or carrier lost | IPv4 flushes the link's routes and next-hop objects without `RTM_DELROUTE`/`RTM_DELNEXTHOP`, and a multipath route is rebalanced over its live next hops | every answer |
 /// | link up, or carrier back | dead next hops revive, silently | every answer |
 /// | neighbour state of a followed gateway | with several default routes the kernel prefers a gateway whose neighbour is not failed (IPv4 `fib_select_default`, IPv6 router reachability) | every answer |
@@ -20,8 +21,9 @@
 /// | an answer's lifetime ends (`RTA_CACHEINFO` expiry, an RA's default route) | the kernel stops using an expired route before it deletes it | every answer (a timer, not an event) |
 /// | events lost (`ENOBUFS`) | anything may have changed | every answer |
 public enum KernelEvent: Sendable, Equatable {
-    /// `RTM_NEWLINK` with the link's `IFF_UP` and carrier (`IFF_LOWER_UP`) bits.
-    case link(index: Int32, isUp: Bool, hasCarrier: Bool)
+    /// `RTM_NEWLINK` with the link's `IFF_UP` and carrier (`IFF_LOWER_UP`) bits, and what
+    /// policy rules select links by (`nil`: not told, not compared).
+    case link(index: Int32, isUp: Bool, hasCarrier: Bool, selectors: LinkSelectors? = nil)
     /// `RTM_DELLINK`.
     case linkRemoved(index: Int32)
     /// A route, policy rule, next-hop object or address was added or removed.
@@ -44,6 +46,20 @@ public enum KernelEvent: Sendable, Equatable {
         case .link, .linkRemoved, .routing, .lost: true
         case .neighbour, .deviceConfiguration, .other: false
         }
+    }
+}
+
+/// What `ip rule` can select a link by: its group (`suppress_ifgroup`), its name
+/// (`oif`/`iif` match names, not indexes) and its master (`l3mdev`, a VRF).
+public struct LinkSelectors: Sendable, Hashable {
+    public var name: String
+    public var group: UInt32
+    public var master: Int32
+
+    public init(name: String, group: UInt32 = 0, master: Int32 = 0) {
+        self.name = name
+        self.group = group
+        self.master = master
     }
 }
 
@@ -89,7 +105,7 @@ public struct RouteInvalidation: Sendable, Equatable {
 /// link's last up and carrier bits (so that an event that changes neither is not
 /// taken for a change), and the gateways to follow with their last neighbour state.
 public struct StalenessClassifier: Sendable {
-    private var linkState: [Int32: (isUp: Bool, hasCarrier: Bool)] = [:]
+    private var linkState: [Int32: (isUp: Bool, hasCarrier: Bool, selectors: LinkSelectors?)] = [:]
     /// The gateways whose neighbour state can move an answer: those of the cached
     /// answers, and those they replaced (a gateway that failed and was left can come
     /// back), with the last state seen (`nil`: none seen yet).
@@ -103,8 +119,13 @@ public struct StalenessClassifier: Sendable {
     /// a link's first event is compared with it. An event queued before the dump is
     /// older than it: compared with it, it can only invalidate needlessly, never miss.
     public mutating func seed(links: [(index: Int32, isUp: Bool, hasCarrier: Bool)]) {
+        seed(links: links.map { ($0.index, $0.isUp, $0.hasCarrier, nil) })
+    }
+
+    /// The same, with what rules select each link by.
+    public mutating func seed(links: [(index: Int32, isUp: Bool, hasCarrier: Bool, selectors: LinkSelectors?)]) {
         for link in links where linkState[link.index] == nil {
-            linkState[link.index] = (link.isUp, link.hasCarrier)
+            linkState[link.index] = (link.isUp, link.hasCarrier, link.selectors)
         }
     }
 
@@ -131,14 +152,16 @@ public struct StalenessClassifier: Sendable {
         case .linkRemoved(let index):
             linkState[index] = nil
             return RouteInvalidation(links: [index])
-        case .link(let index, let isUp, let hasCarrier):
+        case .link(let index, let isUp, let hasCarrier, let selectors):
             let previous = linkState[index]
-            linkState[index] = (isUp, hasCarrier)
+            linkState[index] = (isUp, hasCarrier, selectors ?? previous?.selectors)
             // A new link: answers can only have named it by index after it existed.
             guard let previous else { return RouteInvalidation(links: [index]) }
             // Down or up, carrier lost or back: the kernel flushes or revives routes and
             // next hops of the link without a route event, and rebalances multipath routes.
             if previous.isUp != isUp || previous.hasCarrier != hasCarrier { return RouteInvalidation(all: true) }
+            // A rule may select the link by group, name or master: any answer may move.
+            if let selectors, let before = previous.selectors, selectors != before { return RouteInvalidation(all: true) }
             return RouteInvalidation()
         case .neighbour(let address, let state):
             guard let last = gateways[address] else {

@@ -16,13 +16,20 @@ public struct TargetState: Sendable, Hashable {
     public var isVPN: Bool
     public var reachableIPv4: Bool
     public var reachableIPv6: Bool
+    /// Why the target is not reachable, in one stable word (`nil` when it is, or
+    /// while unknown); `error` says it in words.
+    public var reason: Reason?
+    /// The cause in words: which route, link or address ("no carrier on wlan0"),
+    /// or the resolver's message; "" when reachable.
     public var error: String
 
     public init(
         flags: ReachabilityFlags?, interface: String = "", interfaceType: InterfaceType = .none,
         addresses: [String] = [], connectivity: Connectivity = .unknown, isMetered: Bool = false,
-        isVPN: Bool = false, reachableIPv4: Bool = false, reachableIPv6: Bool = false, error: String = ""
+        isVPN: Bool = false, reachableIPv4: Bool = false, reachableIPv6: Bool = false,
+        reason: Reason? = nil, error: String = ""
     ) {
+        self.reason = reason
         self.flags = flags
         self.interface = interface
         self.interfaceType = interfaceType
@@ -51,4 +58,13 @@ public struct TargetState: Sendable, Hashable {
     public var isReachableViaWWAN: Bool { isReachable && interfaceType == .wwan }
     public var isReachableViaEthernet: Bool { isReachable && interfaceType == .ethernet }
     public var isConnectionRequired: Bool { exportedFlags.contains(.connectionRequired) }
+
+    /// The answer in a few words, for the log: "reachable via eth0", "not reachable
+    /// (no carrier on wlan0)", "unknown".
+    public var summary: String {
+        guard flags != nil else { return "unknown" }
+        if isReachable { return interface.isEmpty ? "reachable" : "reachable via \(interface)" }
+        let why = error.isEmpty ? reason?.rawValue ?? "" : error
+        return why.isEmpty ? "not reachable" : "not reachable (\(why))"
+    }
 }

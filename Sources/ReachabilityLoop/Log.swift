@@ -61,6 +61,12 @@ public enum Log {
         public static let networkManagerBack = Event(id: "70409e70b8b248a0985ae7ad23f62f20")
         /// A client reached a limit on watched targets (`REACH_CLIENT`, `REACH_TARGET`).
         public static let clientOverLimit = Event(id: "a7e0729a5d0c4c9abf6dd56c9a99bea0")
+        /// The internet target became reachable, or not, or changed its way
+        /// ("internet: reachable via eth0", "internet: not reachable (no carrier on wlan0)";
+        /// `REACH_REASON`, `REACH_INTERFACE`).
+        public static let internetChanged = Event(id: "c8cfc4f5835a477292a078ce93c1b050")
+        /// The path object's usable interfaces or its reason changed (`REACH_REASON`).
+        public static let pathChanged = Event(id: "d950621a64b24d8b85a3bbdefe3ebb26")
     }
 
     /// One log record, as a ``handler`` receives it.

@@ -19,6 +19,9 @@ public protocol EvaluationSink: AnyObject {
     func evaluationFinished()
     /// The per-interface paths changed (they are evaluated only while wanted).
     func pathChanged(_ state: PathState)
+    /// The users whose callers hold `target` (each gets its own answer when the uid
+    /// rules route it otherwise: `WatchedTarget.views`).
+    func holdingUsers(of target: WatchedTarget) -> [UserID]
 }
 
 extension EvaluationSink {
@@ -26,4 +29,5 @@ extension EvaluationSink {
     public func factsReloaded(_ facts: NetworkFacts) {}
     public func evaluationFinished() {}
     public func pathChanged(_ state: PathState) {}
+    public func holdingUsers(of target: WatchedTarget) -> [UserID] { [] }
 }

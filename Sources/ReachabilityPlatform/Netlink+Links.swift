@@ -41,7 +41,9 @@ extension Netlink {
             isUp: info.ifi_flags & UInt32(IFF_UP) != 0,
             hasCarrier: info.ifi_flags & reach_iff_lower_up() != 0,
             operState: operState, kernelType: type, isTunnel: tunnel,
-            isPointToPoint: info.ifi_flags & UInt32(IFF_POINTOPOINT) != 0)
+            isPointToPoint: info.ifi_flags & UInt32(IFF_POINTOPOINT) != 0,
+            group: Self.int32(attrs[UInt16(IFLA_GROUP)]).map { UInt32(bitPattern: $0) } ?? 0,
+            master: Self.int32(attrs[UInt16(IFLA_MASTER)]) ?? 0)
     }
 
     /// The type the kernel tells: ARPHRD, the link kind, and sysfs `DEVTYPE` / `wireless`.

@@ -18,6 +18,33 @@ extension Netlink {
         try routesWithLifetimes(addresses.map { Query(address: $0) })
     }
 
+    /// The same, as packets of `uid` would be routed (`RTA_UID`: the policy's
+    /// `uidrange` rules then answer for that user, not for the asking process).
+    public func routes(to addresses: [IPAddress], uid: UInt32) throws(NetlinkError) -> [RouteFact?] {
+        try routesWithLifetimes(addresses.map { Query(address: $0, uid: uid) })
+    }
+
+    /// The uid ranges of the routing policy's rules, both families (`RTM_GETRULE`
+    /// dump, `FRA_UID_RANGE`; the kernel gives it only for a rule that has one).
+    public func uidRules() throws(NetlinkError) -> UIDRules {
+        var ranges: [ClosedRange<UInt32>] = []
+        for family in [AF_INET, AF_INET6] {
+            var message = fib_rule_hdr()
+            message.family = UInt8(family)
+            let answer = try request(type: UInt16(RTM_GETRULE), flags: NLM_F_DUMP,
+                                     payload: withUnsafeBytes(of: message) { Array($0) })
+            for (type, body) in answer where type == RTM_NEWRULE && body.count >= MemoryLayout<fib_rule_hdr>.size {
+                let attrs = Self.attributes(body, from: MemoryLayout<fib_rule_hdr>.size)
+                guard let range = attrs[UInt16(FRA_UID_RANGE)], range.count >= 8,
+                    let start = Self.int32(Array(range[0..<4])), let end = Self.int32(Array(range[4..<8]))
+                else { continue }
+                let (low, high) = (UInt32(bitPattern: start), UInt32(bitPattern: end))
+                if low <= high { ranges.append(low...high) }
+            }
+        }
+        return UIDRules(ranges: ranges)
+    }
+
     /// The routing-table entries packets to each address would match if bound to
     /// its link (`RTA_OIF`, with `RTM_F_FIB_MATCH`), as leaving through that link,
     /// or `nil` where no entry leads there. Asked without `RTM_F_FIB_MATCH`, the
@@ -32,8 +59,10 @@ extension Netlink {
     /// The routes packets from each local address to each remote one would take, like
     /// `ip route get REMOTE from LOCAL` (`RTA_SRC`); `nil` where the kernel has none, or
     /// refuses the source (an address not configured here).
-    public func routes(pairs: [(local: IPAddress, remote: IPAddress)]) throws(NetlinkError) -> [RouteFact?] {
-        try routesWithLifetimes(pairs.map { Query(address: $0.remote, source: $0.local) })
+    public func routes(pairs: [(local: IPAddress, remote: IPAddress)], uid: UInt32? = nil) throws(NetlinkError)
+        -> [RouteFact?]
+    {
+        try routesWithLifetimes(pairs.map { Query(address: $0.remote, source: $0.local, uid: uid) })
     }
 
     /// The answers to `queries` (routes a packet takes), each IPv6 one with the lifetime of
@@ -96,6 +125,17 @@ extension Netlink {
         /// The packet's source address (`RTA_SRC`).
         var source: IPAddress?
         var fibMatch = false
+        /// The uid whose packets are meant (`RTA_UID`); `nil`: the asking process's.
+        var uid: UInt32?
+
+        init(address: IPAddress, interface: Int32? = nil, source: IPAddress? = nil, fibMatch: Bool = false,
+             uid: UInt32? = nil) {
+            self.address = address
+            self.interface = interface
+            self.source = source
+            self.fibMatch = fibMatch
+            self.uid = uid
+        }
     }
 
     private func routes(_ queries: [Query]) throws(NetlinkError) -> [RouteFact?] {
@@ -116,7 +156,12 @@ extension Netlink {
                 for datagram in try receiveMany() {
                     for (header, body) in Self.messages(in: datagram[...]) {
                         guard let index = indexBySequence.removeValue(forKey: header.nlmsg_seq) else { continue }
-                        if header.nlmsg_type == RTM_NEWROUTE, var (route, _, _, _) = Self.parseRoute(body) {
+                        if header.nlmsg_type == NLMSG_ERROR {
+                            let code: Int32 = body.count >= 4 ? body.withUnsafeBytes { $0.loadUnaligned(as: Int32.self) } : 0
+                            results[index] = Self.refusal(errno: -code, query: queries[index])
+                        } else if header.nlmsg_type == RTM_NEWROUTE, var (route, _, _, _) = Self.parseRoute(body) {
+                            // Asked with a source, the kernel echoes it in `RTA_SRC` and gives no `RTA_PREFSRC`.
+                            if route.source == nil, let source = queries[index].source { route.source = source.description }
                             if let bound = queries[index].interface {
                                 route.interfaceIndex = bound
                                 let hops = Self.nextHops(Self.attributes(body, from: MemoryLayout<rtmsg>.size))
@@ -127,13 +172,60 @@ extension Netlink {
                             }
                             results[index] = route
                         }
-                        // NLMSG_ERROR: no route (ENETUNREACH…), or a prohibit/blackhole route: nil.
+                        // NLMSG_ERROR: no route (ENETUNREACH…): nil; a route that refuses: `unusable`.
                     }
                 }
             }
             start = batch.upperBound
         }
         return results
+    }
+
+    /// The answer a lookup's error stands for: the kernel answers a lookup that ends
+    /// on an `unreachable`, `prohibit` or `blackhole` route with that route's error
+    /// (`EHOSTUNREACH`, `EACCES`, `EINVAL`), and one that finds no route with
+    /// `ENETUNREACH`. Asked with a source, `EINVAL` means the source is not this
+    /// host's: no route.
+    private nonisolated static func refusal(errno code: Int32, query: Query) -> RouteFact? {
+        let rejection: String
+        switch code {
+        case EHOSTUNREACH: rejection = "unreachable"
+        case EACCES: rejection = "prohibit"
+        case EINVAL where query.source == nil: rejection = "blackhole"
+        default: return nil
+        }
+        return RouteFact(kind: .unusable, hasGateway: false, interfaceIndex: 0, rejection: rejection)
+    }
+
+    /// Every address of every link (`RTM_GETADDR` dump), with its DAD state
+    /// (`ifa_flags`, extended by `IFA_FLAGS`) and scope.
+    public func addresses() throws(NetlinkError) -> [AddressFact] {
+        var message = ifaddrmsg()
+        message.ifa_family = UInt8(AF_UNSPEC)
+        let answer = try request(type: UInt16(RTM_GETADDR), flags: NLM_F_DUMP,
+                                 payload: withUnsafeBytes(of: message) { Array($0) })
+        return answer.compactMap { type, body in type == RTM_NEWADDR ? Self.parseAddress(body) : nil }
+    }
+
+    /// One `RTM_NEWADDR` message as an address fact.
+    nonisolated static func parseAddress(_ body: [UInt8]) -> AddressFact? {
+        guard body.count >= MemoryLayout<ifaddrmsg>.size else { return nil }
+        let header = body.withUnsafeBytes { $0.loadUnaligned(as: ifaddrmsg.self) }
+        let attrs = attributes(body, from: MemoryLayout<ifaddrmsg>.size)
+        guard let bytes = attrs[UInt16(IFA_LOCAL)] ?? attrs[UInt16(IFA_ADDRESS)], let text = addressText(bytes)
+        else { return nil }
+        let flags = int32(attrs[UInt16(IFA_FLAGS)]).map { UInt32(bitPattern: $0) } ?? UInt32(header.ifa_flags)
+        let scope: AddressFact.Scope =
+            switch Int32(header.ifa_scope) {
+            case Int32(RT_SCOPE_UNIVERSE.rawValue): .global
+            case Int32(RT_SCOPE_SITE.rawValue): .site
+            case Int32(RT_SCOPE_LINK.rawValue): .link
+            default: .host
+            }
+        return AddressFact(
+            address: text, family: bytes.count == 4 ? .ipv4 : .ipv6, interfaceIndex: Int32(header.ifa_index),
+            scope: scope, isTentative: flags & UInt32(IFA_F_TENTATIVE) != 0,
+            isDADFailed: flags & UInt32(IFA_F_DADFAILED) != 0, isOptimistic: flags & UInt32(IFA_F_OPTIMISTIC) != 0)
     }
 
     /// Waits for answers and returns every datagram queued, up to 64 per system
@@ -184,6 +276,9 @@ extension Netlink {
         }
         if let oif = query.interface ?? (address.scopeIndex != 0 ? address.scopeIndex : nil) {
             payload += attribute(UInt16(RTA_OIF.rawValue), withUnsafeBytes(of: oif) { Array($0) })
+        }
+        if let uid = query.uid {
+            payload += attribute(UInt16(RTA_UID.rawValue), withUnsafeBytes(of: uid) { Array($0) })
         }
         var header = nlmsghdr()
         header.nlmsg_len = UInt32(MemoryLayout<nlmsghdr>.size + payload.count)

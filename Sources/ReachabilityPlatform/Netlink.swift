@@ -111,12 +111,14 @@ public final class Netlink {
         let msg = body.withUnsafeBytes { $0.loadUnaligned(as: rtmsg.self) }
         let attrs = attributes(body, from: size)
         let kind: RouteFact.Kind
+        var rejection: String?
         switch Int32(msg.rtm_type) {
         case Int32(RTN_UNICAST): kind = .unicast
         case Int32(RTN_LOCAL): kind = .local
-        case Int32(RTN_UNREACHABLE), Int32(RTN_PROHIBIT), Int32(RTN_BLACKHOLE),
-            Int32(RTN_THROW):
-            kind = .unusable
+        case Int32(RTN_UNREACHABLE): (kind, rejection) = (.unusable, "unreachable")
+        case Int32(RTN_PROHIBIT): (kind, rejection) = (.unusable, "prohibit")
+        case Int32(RTN_BLACKHOLE): (kind, rejection) = (.unusable, "blackhole")
+        case Int32(RTN_THROW): (kind, rejection) = (.unusable, "throw")
         default: return nil
         }
         let hops = nextHops(attrs)
@@ -126,7 +128,8 @@ public final class Netlink {
         let metric = attrs[UInt16(RTA_PRIORITY.rawValue)].flatMap(int32).map { UInt32(bitPattern: $0) } ?? 0
         let route = RouteFact(
             kind: kind, hasGateway: first?.hasGateway ?? false, interfaceIndex: first?.interfaceIndex ?? 0,
-            gateway: first?.gateway, metric: metric, lifetime: lifetime(attrs))
+            gateway: first?.gateway, metric: metric, lifetime: lifetime(attrs),
+            source: attrs[UInt16(RTA_PREFSRC.rawValue)].flatMap(addressText), rejection: rejection)
         return (route, msg.rtm_dst_len, table, metric)
     }
 

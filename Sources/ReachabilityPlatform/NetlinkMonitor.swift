@@ -92,7 +92,9 @@ public final class NetlinkMonitor {
     /// link's first event is compared with it instead of being taken as "everything
     /// about this link changed".
     public func seed(_ links: [Int32: LinkFact]) {
-        classifier.seed(links: links.values.map { ($0.index, $0.isUp, $0.hasCarrier) })
+        classifier.seed(links: links.values.map {
+            ($0.index, $0.isUp, $0.hasCarrier, LinkSelectors(name: $0.name, group: $0.group, master: $0.master))
+        })
     }
 
     /// Follows the neighbour state of these gateways (those of the cached answers).
@@ -107,8 +109,13 @@ public final class NetlinkMonitor {
             guard body.count >= MemoryLayout<ifinfomsg>.size else { return .lost }
             let info = body.withUnsafeBytes { $0.loadUnaligned(as: ifinfomsg.self) }
             if Int32(type) == Int32(RTM_DELLINK) { return .linkRemoved(index: info.ifi_index) }
+            let attrs = Netlink.attributes(body, from: MemoryLayout<ifinfomsg>.size)
+            let selectors = Netlink.string(attrs[UInt16(IFLA_IFNAME)]).map { name in
+                LinkSelectors(name: name, group: Netlink.int32(attrs[UInt16(IFLA_GROUP)]).map { UInt32(bitPattern: $0) } ?? 0,
+                              master: Netlink.int32(attrs[UInt16(IFLA_MASTER)]) ?? 0)
+            }
             return .link(index: info.ifi_index, isUp: info.ifi_flags & UInt32(IFF_UP) != 0,
-                         hasCarrier: info.ifi_flags & reach_iff_lower_up() != 0)
+                         hasCarrier: info.ifi_flags & reach_iff_lower_up() != 0, selectors: selectors)
         case Int32(RTM_NEWNEIGH), Int32(RTM_DELNEIGH):
             guard body.count >= MemoryLayout<ndmsg>.size else { return .other }
             let message = body.withUnsafeBytes { $0.loadUnaligned(as: ndmsg.self) }

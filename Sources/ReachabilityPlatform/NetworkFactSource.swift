@@ -19,6 +19,12 @@ public protocol NetworkFactSource: AnyObject {
     /// The kernel's route for packets from each local address to each remote one
     /// (`ip route get REMOTE from LOCAL`); `nil`: no route, or the source is not this host's.
     func routes(pairs: [(local: IPAddress, remote: IPAddress)]) -> [RouteFact?]
+    /// The kernel's route for each address for packets of `uid` (`RTA_UID`).
+    func routes(to addresses: [IPAddress], uid: UserID) -> [RouteFact?]
+    /// The kernel's route from each local address to each remote one for packets of `uid`.
+    func routes(pairs: [(local: IPAddress, remote: IPAddress)], uid: UserID) -> [RouteFact?]
+    /// The routing policy's uid rules (`ip rule … uidrange`).
+    func uidRules() -> UIDRules
     /// The link `address` is configured on; `nil`: none.
     func link(holding address: IPAddress) -> Int32?
     /// The links unicast routes of any table leave through: through a gateway,
@@ -39,4 +45,13 @@ public protocol NetworkFactSource: AnyObject {
 extension NetworkFactSource {
     /// A source with nothing to wait for (answers recorded from the network) is settled.
     public var isSettled: Bool { true }
+    /// The kernel's route for each address as packets of `uid` would take it
+    /// (`RTA_UID`). A source that knows no uid rules answers as for anybody.
+    public func routes(to addresses: [IPAddress], uid: UserID) -> [RouteFact?] { routes(to: addresses) }
+    /// The routes from local addresses for packets of `uid`; as for anybody by default.
+    public func routes(pairs: [(local: IPAddress, remote: IPAddress)], uid: UserID) -> [RouteFact?] {
+        routes(pairs: pairs)
+    }
+    /// The routing policy's uid rules (`ip rule … uidrange`); none by default.
+    public func uidRules() -> UIDRules { UIDRules() }
 }

@@ -79,8 +79,9 @@ public final class NetworkObserver: NetworkFactSource {
                                  connectivity: nm?.connectivity ?? .unknown, devices: nm?.devices ?? [:])
         do {
             facts.links = try netlink.links()
+            facts.addresses = try netlink.addresses()
         } catch {
-            Log.error("cannot read the kernel's links: \(error)")
+            Log.error("cannot read the kernel's links and addresses: \(error)")
         }
         return facts
     }
@@ -104,6 +105,25 @@ extension NetworkObserver {
         asked("look up routes", or: addresses.map { _ in nil }) { () throws(NetlinkError) in
             try netlink.routes(to: addresses)
         }
+    }
+
+    /// The kernel's routes to `addresses` for packets of `uid` (`RTA_UID`).
+    public func routes(to addresses: [IPAddress], uid: UserID) -> [RouteFact?] {
+        asked("look up routes", or: addresses.map { _ in nil }) { () throws(NetlinkError) in
+            try netlink.routes(to: addresses, uid: uid)
+        }
+    }
+
+    /// The kernel's routes from each local address to each remote one for packets of `uid`.
+    public func routes(pairs: [(local: IPAddress, remote: IPAddress)], uid: UserID) -> [RouteFact?] {
+        asked("look up routes", or: pairs.map { _ in nil }) { () throws(NetlinkError) in
+            try netlink.routes(pairs: pairs, uid: uid)
+        }
+    }
+
+    /// The routing policy's uid rules (a rule dump).
+    public func uidRules() -> UIDRules {
+        asked("read the routing rules", or: UIDRules()) { () throws(NetlinkError) in try netlink.uidRules() }
     }
 
     /// The kernel's routes to each address for packets bound to its link.

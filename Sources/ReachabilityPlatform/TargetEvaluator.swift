@@ -1,4 +1,5 @@
 import CGLib
+import Glibc
 import ReachabilityCore
 import ReachabilityLoop
 
@@ -87,6 +88,10 @@ public final class TargetEvaluator {
         let stale = source?.takeRouteInvalidation() ?? RouteInvalidation(all: true)
         facts = source?.facts() ?? .unknown
         pairAnswers.removeAll()
+        // The rules are read again only when a routing event (rules among them) came.
+        if everything || stale.all || !hasFacts { uidRules = source?.uidRules() ?? UIDRules() }
+        classAnswers.removeAll()
+        classFacts.removeAll()
         if everything || stale.all {
             routes.removeAll(keepingCapacity: true)
         } else {
@@ -187,6 +192,9 @@ public final class TargetEvaluator {
     /// looked up again (their routes are re-evaluated at once meanwhile).
     public func networkChanged() {
         let start = MonotonicClock.microseconds()
+        let lookupsBefore = classLookups
+        isEvaluating = true
+        defer { isEvaluating = false }
         reload()
         hasFacts = true
         isSettled = source?.isSettled ?? false
@@ -195,15 +203,29 @@ public final class TargetEvaluator {
         defer { answersSettled() }
         let states = targets.map { state(of: $0) }
         let evaluated = MonotonicClock.microseconds()
-        var changed = 0
-        for (target, state) in zip(targets, states) where apply(state, to: target) {
-            changed += 1
+        var changed: [WatchedTarget] = []
+        for (target, state) in zip(targets, states) {
+            // The holders' own answers first: an announcement tells each listener its own.
+            let viewsChanged = refreshViews(of: target)
+            if apply(state, to: target) {
+                changed.append(target)
+            } else if viewsChanged {
+                sink?.targetChanged(target, from: target.state)
+                changed.append(target)
+            }
         }
         let announced = MonotonicClock.microseconds()
         Instruments.evaluation.recordMicroseconds(evaluated - start)
+        let path = isPathWanted ? "; " + evaluatePath(logged: false) : ""
+        // One line per evaluation, naming what changed and why (the first few), the path's
+        // evaluation and the lookups made for other users' uid rules included.
         Log.debug("evaluated \(targets.count) targets in \(Double(evaluated - start) / 1000) ms; "
-                  + "announced \(changed) changes in \(Double(announced - evaluated) / 1000) ms")
-        if isPathWanted { evaluatePath() }
+                  + "announced \(changed.count) changes in \(Double(announced - evaluated) / 1000) ms"
+                  + changed.prefix(5).map { "; \($0.kind == .internet ? "internet" : $0.name): \($0.state.summary)" }
+                      .joined()
+                  + (changed.count > 5 ? "; …" : "")
+                  + (classLookups > lookupsBefore ? "; \(classLookups - lookupsBefore) lookups for other uids" : "")
+                  + path)
         // Announced first; then the names are looked up again.
         for target in targets where target.kind == .host { resolve(target) }
         sink?.evaluationFinished()
@@ -234,8 +256,10 @@ public final class TargetEvaluator {
     }
 
     /// Evaluates the `Path` facts from the current facts, asking the kernel for
-    /// each link's bound routes, and tells the sink of a change.
-    private func evaluatePath() {
+    /// each link's bound routes, and tells the sink of a change. Says so in a debug line
+    /// of its own unless `logged` is false: then the caller's line carries the words returned.
+    @discardableResult
+    private func evaluatePath(logged: Bool = true) -> String {
         let start = MonotonicClock.microseconds()
         let state: PathState
         if let source, facts.backend != .none {
@@ -247,9 +271,11 @@ public final class TargetEvaluator {
         pathEvaluations += 1
         let changed = state != pathState
         pathState = state
-        Log.debug("path evaluated in \(Double(MonotonicClock.microseconds() - start) / 1000) ms"
-                  + (changed ? "; changed" : "; unchanged"))
+        let words = "path evaluated in \(Double(MonotonicClock.microseconds() - start) / 1000) ms"
+            + (changed ? " (\(state.summary))" : ", unchanged")
+        if logged { Log.debug(words) }
         if changed { sink?.pathChanged(state) }
+        return words
     }
 
     /// Every usable link's routes to the first internet destination of each family,
@@ -409,6 +435,134 @@ public final class TargetEvaluator {
     /// The internet's state now.
     public var internetState: TargetState { Engine.evaluateInternet(facts) }
 
+    // MARK: Answers per caller (uid rules)
+
+    /// The routing policy's uid rules, as of the last reload that followed a routing event.
+    public private(set) var uidRules = UIDRules()
+    /// Route answers per answer class other than this process's, for this evaluation only.
+    private var classAnswers: [AnswerClass: [IPAddress: RouteFact?]] = [:]
+    /// The facts (their internet routes) per answer class other than this process's.
+    private var classFacts: [AnswerClass: NetworkFacts] = [:]
+    /// How many route lookups were made for callers whose uid the rules route otherwise:
+    /// zero while the policy has no uid rule.
+    public private(set) var classLookups = 0
+    /// Within `networkChanged()`: its one debug line tells what was done.
+    private var isEvaluating = false
+
+    /// The answer class of `uid` when the uid rules route its packets otherwise than this
+    /// process's (whose answers are the shared ones); `nil` when they do not (no uid rule:
+    /// always `nil`, and nothing more is asked).
+    public func answerClass(of uid: UserID) -> AnswerClass? {
+        guard !uidRules.isEmpty else { return nil }
+        let answerClass = uidRules.answerClass(of: uid)
+        return answerClass == uidRules.answerClass(of: getuid()) ? nil : answerClass
+    }
+
+    /// The kernel's answers for `addresses` for packets of `uid` (of `answerClass`), once per
+    /// class and evaluation.
+    private func routes(_ addresses: [IPAddress], uid: UserID, answerClass: AnswerClass) -> [RouteFact?] {
+        var known = classAnswers[answerClass] ?? [:]
+        let missing = Array(Set(addresses.filter { known[$0] == nil }))
+        if let source, !missing.isEmpty {
+            classLookups += missing.count
+            // Within an evaluation its one line counts them; a query's are said here.
+            if !isEvaluating { Log.debug("\(missing.count) lookups for other uids (uid \(uid))") }
+            for (address, route) in zip(missing, source.routes(to: missing, uid: uid)) { known[address] = .some(route) }
+        }
+        classAnswers[answerClass] = known
+        return addresses.map { known[$0] ?? nil }
+    }
+
+    /// The facts as callers of `uid` see them: their own internet routes (asked only for
+    /// the internet; every other fact is the same for everybody).
+    private func internetFacts(uid: UserID, answerClass: AnswerClass) -> NetworkFacts {
+        if let cached = classFacts[answerClass] { return cached }
+        var own = facts
+        if own.backend != .none {
+            for (family, addresses) in Self.internetDestinations {
+                own.internetRoutes[family] = routes(addresses, uid: uid, answerClass: answerClass)
+            }
+        }
+        classFacts[answerClass] = own
+        return own
+    }
+
+    /// The state of `target` for callers of `uid`: its shared state, unless the uid rules
+    /// route that user's packets otherwise; then evaluated with its uid in every lookup
+    /// (`RTA_UID`), once per answer class.
+    public func state(of target: WatchedTarget, uid: UserID) -> TargetState {
+        guard answerClass(of: uid) != nil else { return target.state }
+        if target.kind == .pair { return state(ofPair: target.local, target.address, uid: uid) }
+        guard let answerClass = answerClass(of: uid) else { return target.state }
+        func evaluate(_ addresses: [IPAddress]) -> TargetState {
+            let routes = routes(addresses, uid: uid, answerClass: answerClass)
+            return Engine.evaluateAddresses(zip(addresses, routes).map {
+                Engine.AddressRoute(address: $0.description, family: $0.family, route: $1)
+            }, facts: facts)
+        }
+        switch (target.kind, target.resolution) {
+        case (.internet, _): return Engine.evaluateInternet(internetFacts(uid: uid, answerClass: answerClass))
+        case (.address, _): return evaluate([target.address!])
+        case (.host, .resolved(let addresses)): return evaluate(addresses)
+        default: return target.state
+        }
+    }
+
+    /// Evaluates the answers of `target`'s holders whose uid the rules route otherwise,
+    /// once per answer class; true when they changed. Nothing is asked while the policy
+    /// has no uid rule, or no such user holds it.
+    @discardableResult
+    public func refreshViews(of target: WatchedTarget) -> Bool {
+        var views: [AnswerClass: TargetState] = [:]
+        if !uidRules.isEmpty {
+            for user in sink?.holdingUsers(of: target) ?? [] {
+                guard let answerClass = answerClass(of: user), views[answerClass] == nil else { continue }
+                views[answerClass] = state(of: target, uid: user)
+            }
+        }
+        guard views != target.views else { return false }
+        target.views = views
+        return true
+    }
+
+    /// An address pair's state for callers of `uid`: the route from its local address with
+    /// their uid (a pair with only a local address is the same for everybody: its link).
+    /// Not kept: pairs' answers are asked again after every change anyway.
+    public func state(ofPair local: IPAddress?, _ remote: IPAddress?, uid: UserID) -> TargetState {
+        guard answerClass(of: uid) != nil, let remote else { return pairState(local: local, remote: remote, keep: false) }
+        guard let local else { return state(of: remote, uid: uid) }
+        classLookups += 1
+        let route = source?.routes(pairs: [(local, remote)], uid: uid).first ?? nil
+        return Engine.evaluateAddresses(
+            [Engine.AddressRoute(address: remote.description, family: remote.family, route: route)], facts: facts)
+    }
+
+    /// The internet's state now for callers of `uid`.
+    public func internetState(uid: UserID) -> TargetState {
+        guard let answerClass = answerClass(of: uid) else { return internetState }
+        return Engine.evaluateInternet(internetFacts(uid: uid, answerClass: answerClass))
+    }
+
+    /// An address's state now for callers of `uid`, for a one-shot query.
+    public func state(of address: IPAddress, uid: UserID) -> TargetState {
+        guard let answerClass = answerClass(of: uid) else { return state(of: address) }
+        let route = routes([address], uid: uid, answerClass: answerClass)[0]
+        return Engine.evaluateAddresses(
+            [Engine.AddressRoute(address: address.description, family: address.family, route: route)],
+            facts: facts)
+    }
+
+    /// A host's state with this resolution for callers of `uid`.
+    public func state(of resolution: WatchedTarget.Resolution, uid: UserID) -> TargetState {
+        guard let answerClass = answerClass(of: uid), case .resolved(let addresses) = resolution else {
+            return state(of: resolution)
+        }
+        let routes = routes(addresses, uid: uid, answerClass: answerClass)
+        return Engine.evaluateAddresses(zip(addresses, routes).map {
+            Engine.AddressRoute(address: $0.description, family: $0.family, route: $1)
+        }, facts: facts)
+    }
+
     /// The state of an address now, for a one-shot query: its route is not kept (a caller
     /// asking about ever new addresses must not grow the cache).
     public func state(of address: IPAddress) -> TargetState {
@@ -437,7 +591,10 @@ public final class TargetEvaluator {
         target.lookup = resolver.lookup(target.name, owner: target.owner) { [unowned self, unowned target] result in
             target.lookup = nil
             target.resolution = Self.resolution(result)
-            self.apply(self.state(of: target), to: target)
+            let viewsChanged = self.refreshViews(of: target)
+            if !self.apply(self.state(of: target), to: target) && viewsChanged {
+                self.sink?.targetChanged(target, from: target.state)
+            }
             if target.lookupAgain {
                 // Whoever waits for a fresh answer waits for the next lookup.
                 target.lookupAgain = false
@@ -450,11 +607,11 @@ public final class TargetEvaluator {
 
     /// Resolves `host` once, without a target, in `owner`'s turn, and gives its state.
     @discardableResult
-    public func evaluate(host: String, owner: UserID = 0, completion: @escaping (TargetState) -> Void)
+    public func evaluate(host: String, owner: UserID = getuid(), completion: @escaping (TargetState) -> Void)
         -> Resolver.Lookup
     {
         resolver.lookup(host, owner: owner) { [unowned self] result in
-            completion(self.state(of: Self.resolution(result)))
+            completion(self.state(of: Self.resolution(result), uid: owner))
         }
     }
 

@@ -20,6 +20,10 @@ public final class WatchedTarget {
     /// The literal of an address target.
     public let address: IPAddress?
     public private(set) var state: TargetState = .unknown
+    /// The answers of the callers the uid rules route otherwise than the evaluating
+    /// process, per answer class (`TargetEvaluator.answerClass(of:)`); empty without
+    /// uid rules. `state` is everybody else's.
+    public internal(set) var views: [AnswerClass: TargetState] = [:]
 
     // Host targets only.
     public internal(set) var resolution: Resolution = .pending
@@ -45,6 +49,10 @@ public final class WatchedTarget {
     /// A host, address or address-pair target (a pair's remote address is its `address`).
     public convenience init(_ input: TargetInput) {
         switch input {
+        // The unspecified address is Apple's internet target (`reachabilityForInternetConnection`
+        // creates it with 0.0.0.0): watched, it is the internet, held like any target.
+        case .address(let address) where AddressText.isUnspecified(address.description):
+            self.init(kind: .internet, name: input.name, address: address)
         case .address(let address): self.init(kind: .address, name: input.name, address: address)
         case .host: self.init(kind: .host, name: input.name)
         case .pair(let local, let remote): self.init(kind: .pair, name: input.name, address: remote, local: local)
@@ -56,7 +64,8 @@ public final class WatchedTarget {
         switch kind {
         case .pair: .pair(local: local, remote: address)
         case .address: .address(address!)
-        case .host, .internet: .host(name)
+        case .internet: address.map { .address($0) } ?? .host(name)
+        case .host: .host(name)
         }
     }
 

@@ -138,7 +138,7 @@ final class DaemonBackend: FeedBackend {
     func close(_ feed: Feed) {
         guard let watch = watches.removeValue(forKey: ObjectIdentifier(feed)) else { return }
         watch.signal?.cancel()
-        if case .input = feed.key, let path = watch.path {
+        if let path = watch.path, path != Self.root {
             release(path)
         }
     }
@@ -211,8 +211,12 @@ final class DaemonBackend: FeedBackend {
     }
 
     /// A listed target from its `Kind` and `Name` (a pair's name is its two literals joined by a comma).
+    /// The address the internet is watched as (Apple's internet target is 0.0.0.0).
+    static let internetAddress = "0.0.0.0"
+
     static func target(kind: String?, name: String) -> ReachabilityTarget {
         switch kind {
+        case TargetKind.internet.rawValue: return .internet
         case TargetKind.address.rawValue: return .address(name)
         case TargetKind.pair.rawValue:
             let sides = name.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
@@ -229,13 +233,17 @@ final class DaemonBackend: FeedBackend {
             watch.feed.publish(answer, settled: true)
             return done(nil)
         }
-        guard case .input(let input) = watch.feed.key else {
-            attach(watch, at: Self.root)
-            return done(nil)
+        // The internet is watched as Apple's internet address, 0.0.0.0: a held target whose
+        // properties and signals carry this caller's own answer (the root object's internet
+        // target is the system's: with uid rules, it may not be this user's).
+        let (member, arguments) = if case .input(let input) = watch.feed.key {
+            Self.watchCall(input)
+        } else {
+            (Contract.Manager.watchAddress.name, [DBusValue.string(Self.internetAddress)])
         }
-        let (member, arguments) = Self.watchCall(input)
+        let name = if case .input(let input) = watch.feed.key { input.name } else { Self.internetAddress }
         call(Self.root, ServiceNames.managerInterface, member, arguments) { [weak self] result in
-            Log.debug("\(member) \(input.name): \(result)")
+            Log.debug("\(member) \(name): \(result)")
             guard let self else { return }
             switch result {
             case .success(let values):
@@ -477,7 +485,7 @@ extension ReachabilityState {
             interfaceType: InterfaceType(rawValue: string(.interfaceType)) ?? .other, addresses: addresses,
             connectivity: Connectivity(rawValue: string(.connectivity)) ?? .unknown, isMetered: bool(.metered),
             isVPN: bool(.vpn), reachableIPv4: bool(.reachableIPv4), reachableIPv6: bool(.reachableIPv6),
-            error: string(.error))
+            reason: Reason(rawValue: string(.reason)), error: string(.error))
     }
 }
 
@@ -495,7 +503,8 @@ extension PathState {
         let quality = p[Contract.Path.linkQuality.name]?.stringValue.flatMap { LinkQuality(rawValue: $0) }
         self.init(interfaces: interfaces, flags: flags, dnsConfigured: bool(Contract.Path.dnsConfigured.name),
                   isExpensive: bool(Contract.Path.expensive.name), isConstrained: bool(Contract.Path.constrained.name),
-                  linkQuality: quality ?? .unknown)
+                  linkQuality: quality ?? .unknown,
+                  reason: p[Contract.Path.reason.name]?.stringValue.flatMap { Reason(rawValue: $0) })
     }
 }
 

@@ -167,7 +167,14 @@ public final class Daemon {
         let evaluator = requests.evaluator
         // Evaluated before it is exported: its first announcement is its real state (Status -1
         // only while a host's first lookup is in flight or nothing is known yet).
-        registry.onCreated = { object in evaluator.apply(evaluator.state(of: object.target), to: object.target) }
+        registry.onCreated = { object in
+            evaluator.refreshViews(of: object.target)
+            evaluator.apply(evaluator.state(of: object.target), to: object.target)
+        }
+        registry.onHeld = { [unowned self] object in
+            // A holder whose uid the rules route otherwise: its own answer, told at once.
+            if evaluator.refreshViews(of: object.target) { self.targetChanged(object.target, from: object.target.state) }
+        }
         registry.onAdded = { [unowned self] object in
             evaluator.resolve(object.target)
             evaluator.hostTargetsChanged(count: self.registry.hostCount)
@@ -209,6 +216,12 @@ extension Daemon: EvaluationSink {
 
     public func targetChanged(_ target: WatchedTarget, from old: TargetState) {
         object(for: target)?.announce(from: old)
+        // One notice per change of the internet's answer as a person reads it.
+        if target === internet.target, target.state.summary != old.summary, target.state.flags != nil {
+            let state = target.state
+            Log.notice("internet: \(state.summary)", .internetChanged,
+                       ["REACH_REASON": state.reason?.rawValue ?? "", "REACH_INTERFACE": state.interface])
+        }
         metrics.targetChanged(target)
     }
 
@@ -236,7 +249,15 @@ extension Daemon: EvaluationSink {
         manager.backend = facts.backend
     }
 
+    public func holdingUsers(of target: WatchedTarget) -> [UserID] {
+        guard target !== internet.target else { return [] }
+        return Array(registry.holdersByUser(of: target.input.key).keys)
+    }
+
     public func pathChanged(_ state: PathState) {
+        if state.summary != (paths.object?.state ?? .none).summary {
+            Log.notice("path: \(state.summary)", .pathChanged, ["REACH_REASON": state.reason?.rawValue ?? ""])
+        }
         paths.object?.update(state)
         metrics.pathChanged(state)
     }

@@ -33,7 +33,10 @@ final class EvaluationRequests {
         if now - lastReload >= Self.refreshJoinWindow {
             lastReload = now
             evaluator.reload(everything: true)
-            evaluator.apply(evaluator.state(of: object.target), to: object.target)
+            let viewsChanged = evaluator.refreshViews(of: object.target)
+            if !evaluator.apply(evaluator.state(of: object.target), to: object.target) && viewsChanged {
+                object.announce(from: object.target.state)
+            }
             evaluator.reloaded()
         }
         let target = object.target
@@ -55,16 +58,17 @@ final class EvaluationRequests {
         func reply(_ state: TargetState) -> [DBusValue] {
             [.uint32(state.exportedFlags.rawValue), .int32(state.status.rawValue), state.details]
         }
-        guard let input else { return reply(evaluator.internetState) }
-        if let watched, watched.state.flags != nil { return reply(watched.state) }
+        // Every answer is the caller's own: its uid in the lookups when uid rules route it otherwise.
+        let user = call.user
+        guard let input else { return reply(evaluator.internetState(uid: user)) }
+        if let watched, watched.state.flags != nil { return reply(evaluator.state(of: watched.target, uid: user)) }
         switch input {
         case .address(let address):
-            return reply(evaluator.state(of: address))
+            return reply(evaluator.state(of: address, uid: user))
         case .pair(let local, let remote):
-            return reply(evaluator.state(ofPair: local, remote))
+            return reply(evaluator.state(ofPair: local, remote, uid: user))
         case .host(let name):
             let client = call.sender
-            let user = call.user
             guard queries.allows(user) else {
                 throw BusError.limitsExceeded(
                     "too many host queries in flight (at most \(queries.perUser) per user, "

@@ -34,6 +34,7 @@ public final class PathObject {
             Property(Contract.Path.expensive) { .boolean($0.state.isExpensive) },
             Property(Contract.Path.constrained) { .boolean($0.state.isConstrained) },
             Property(Contract.Path.linkQuality) { .string($0.state.linkQuality.rawValue) },
+            Property(Contract.Path.reason) { .string($0.state.reason?.rawValue ?? "") },
         ],
         introspection: Names.contract[Names.pathInterface])
 }

@@ -22,21 +22,37 @@ final class TargetObject {
     /// `Refresh` calls waiting for a lookup that starts after they arrived.
     var waitingCalls: [MethodCall] = []
 
-    init(_ target: WatchedTarget, requests: EvaluationRequests) {
+    /// The answer class this object shows (`nil`: the shared answer): a view for the
+    /// holders whose uid the routing policy's uid rules route otherwise.
+    private let answerClass: AnswerClass?
+    /// The views of this target, per answer class (their properties are read through
+    /// `view(for:)`, never exported themselves).
+    private var views: [AnswerClass: TargetObject] = [:]
+    /// A view's flags when it last announced (its `LastChanged` follows them).
+    private var shownFlags: ReachabilityFlags?
+
+    init(_ target: WatchedTarget, requests: EvaluationRequests, answerClass: AnswerClass? = nil) {
         self.target = target
         self.requests = requests
+        self.answerClass = answerClass
     }
 
-    var state: TargetState { target.state }
+    /// The answer this object shows: its class's, or the shared one.
+    var state: TargetState { answerClass.flatMap { target.views[$0] } ?? target.state }
 
-    /// Announces what changed (the state was `old`): `PropertiesChanged`, and `StatusChanged`
-    /// after it when `Flags` or `Status` changed (the interface's follow-up).
+    /// Announces what changed (the state was `old`): to each holder, `PropertiesChanged` with
+    /// what changed in its own answer (the shared one, or its user's view), then
+    /// `StatusChanged` when that answer's `Flags` or `Status` changed (the interface's
+    /// follow-up). A holder that fell behind gets the same once it reads again.
     func announce(from old: TargetState) {
-        if state.flags != old.flags { lastChanged = RealtimeClock.microseconds() }
+        let now = RealtimeClock.microseconds()
+        if state.flags != old.flags { lastChanged = now }
+        for view in views.values where view.state.flags != view.shownFlags {
+            view.lastChanged = now
+            view.shownFlags = view.state.flags
+        }
         exported?.propertiesChanged()
     }
-
-
 
     /// A fresh answer: the `Refresh` calls waiting for it get it.
     func answerWaitingCalls() {
@@ -85,6 +101,7 @@ final class TargetObject {
             Property(Contract.Target.vpn) { .boolean($0.state.isVPN) },
             Property(Contract.Target.reachableIPv4) { .boolean($0.state.reachableIPv4) },
             Property(Contract.Target.reachableIPv6) { .boolean($0.state.reachableIPv6) },
+            Property(Contract.Target.reason) { .string($0.state.reason?.rawValue ?? "") },
             Property(Contract.Target.error) { .string($0.state.error) },
             Property(Contract.Target.lastChanged) { .uint64($0.lastChanged) },
         ],
@@ -93,6 +110,22 @@ final class TargetObject {
         // flags of its own): to holders that read at once, to one that fell behind once it reads.
         followUp: FollowUp(statusChanged, arguments: [Contract.Target.status.name, Contract.Target.flags.name]),
         introspection: Names.contract[Names.targetInterface])
+}
+
+extension TargetObject: ViewedByUser {
+    /// The object whose properties callers of `user` read: a view with their own answer
+    /// when the uid rules route their packets otherwise (`WatchedTarget.views`), else this.
+    func view(for user: UserID) -> AnyObject {
+        guard answerClass == nil, !target.views.isEmpty,
+            let answerClass = requests.evaluator.answerClass(of: user), target.views[answerClass] != nil
+        else { return self }
+        if let view = views[answerClass] { return view }
+        let view = TargetObject(target, requests: requests, answerClass: answerClass)
+        view.lastChanged = lastChanged
+        view.shownFlags = view.state.flags
+        views[answerClass] = view
+        return view
+    }
 }
 
 extension TargetState {
@@ -109,6 +142,7 @@ extension TargetState {
                 case .vpn: .boolean(isVPN)
                 case .reachableIPv4: .boolean(reachableIPv4)
                 case .reachableIPv6: .boolean(reachableIPv6)
+                case .reason: .string(reason?.rawValue ?? "")
                 case .error: .string(error)
                 }
             return (key.rawValue, value)

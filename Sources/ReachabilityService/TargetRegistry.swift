@@ -28,6 +28,9 @@ final class TargetRegistry {
     /// Called for a new target after it is exported, and for a removed one before it is unexported.
     var onAdded: ((TargetObject) -> Void)?
     var onRemoved: ((TargetObject) -> Void)?
+    /// A client became a holder of an object that was there already (its user may need
+    /// an answer of its own).
+    var onHeld: ((TargetObject) -> Void)?
 
     init(connection: BusConnection, requests: EvaluationRequests, perClientLimit: Int, perUserLimit: Int,
          globalLimit: Int) {
@@ -88,6 +91,7 @@ final class TargetRegistry {
         } else if !wasHolder {
             // Shared, or held again before its removal after its last holder left: it stays.
             connection.announceAdded(key.path, to: [client])
+            if let object = objects[key] { onHeld?(object) }
         }
         return key.path
     }
@@ -170,6 +174,11 @@ final class TargetRegistry {
 
     fileprivate func isHolder(_ client: String, of key: TargetKey) -> Bool { holders.holders(of: key).contains(client) }
 
+    /// The users holding `key`, each with its clients.
+    func holdersByUser(of key: TargetKey) -> [UserID: [String]] {
+        Dictionary(grouping: holders.holders(of: key), by: { holders.user(of: $0) ?? 0 })
+    }
+
     private func remove(_ key: TargetKey, announcingTo listeners: [String]) {
         guard let object = objects.removeValue(forKey: key) else { return }
         keysByPath[key.path] = nil
@@ -198,4 +207,6 @@ private final class Holders: ObjectAudience {
     var listeners: [String] { registry.holderNames(of: key) }
 
     func hears(_ peer: String) -> Bool { registry.isHolder(peer, of: key) }
+
+    var listenersByUser: [UserID: [String]] { registry.holdersByUser(of: key) }
 }

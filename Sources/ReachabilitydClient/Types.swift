@@ -22,6 +22,8 @@ public typealias Connectivity = ReachabilityCore.Connectivity
 /// connectivity, metered, VPN, per-family reachability, addresses, error.
 /// `flags` is `nil` while nothing is known yet.
 public typealias ReachabilityState = ReachabilityCore.TargetState
+/// Why a target is not reachable, in one stable word (`state.error` says it in words).
+public typealias ReachabilityReason = ReachabilityCore.Reason
 /// What to watch: the internet, a host name, an address literal or an address pair.
 public typealias ReachabilityTarget = ReachabilityRuntime.ReachabilityTarget
 /// Where answers come from: the daemon, or the same engine in-process.

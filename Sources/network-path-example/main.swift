@@ -1,7 +1,7 @@
 // Path monitoring written for Apple's Network framework, compiled unchanged on
 // Linux against NetworkPath. One line per update, in a stable format:
 //
-//   handler satisfied expensive=false constrained=false interfaces=eth0,wlan0 uses=wiredEthernet ipv4=true ipv6=true dns=true gateways=192.0.2.1:0,[fe80::1]:0 quality=good
+//   handler satisfied expensive=false constrained=false interfaces=eth0,wlan0 uses=wiredEthernet ipv4=true ipv6=true dns=true gateways=192.0.2.1:0,[fe80::1]:0 quality=good reason=
 //   sequence satisfied …
 //
 // "handler" lines come from a monitor's pathUpdateHandler (its interface
@@ -56,6 +56,7 @@ func line(_ label: String, _ path: NWPath) -> String {
         + "interfaces=\(path.availableInterfaces.map(\.name).joined(separator: ",")) "
         + "uses=\(uses.joined(separator: ",")) ipv4=\(path.supportsIPv4) ipv6=\(path.supportsIPv6) "
         + "dns=\(path.supportsDNS) gateways=\(gateways.joined(separator: ",")) quality=\(quality(path))"
+        + " reason=\(path.reason)"
 }
 
 /// `linkQuality` where the platform has it (Apple's: from macOS 26 and iOS 26).

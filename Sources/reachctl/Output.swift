@@ -53,6 +53,7 @@ enum Output {
             line("\(timestamp(time)) \(target): \(words(state)) status=\(state.status.rawValue)"
                  + " interface=\(state.interface.isEmpty ? "-" : state.interface)"
                  + " type=\(state.interfaceType.rawValue.isEmpty ? "-" : state.interfaceType.rawValue)"
+                 + (state.reason.map { " reason=\($0.rawValue)" } ?? "")
                  + (state.error.isEmpty ? "" : " error=\(quoted(state.error))"))
         } else {
             line(block(state, target: target))
@@ -78,7 +79,12 @@ enum Output {
             ("IPv6", state.reachableIPv6 ? "reachable" : "not reachable"),
         ]
         if !state.addresses.isEmpty { rows.append(("Addresses", state.addresses.joined(separator: ", "))) }
-        if !state.error.isEmpty { rows.append(("Error", state.error)) }
+        // The reason in words (the sentence), with its stable word; a sentence without one stays "Error".
+        if let reason = state.reason {
+            rows.append(("Reason", state.error.isEmpty ? reason.rawValue : "\(state.error) (\(reason.rawValue))"))
+        } else if !state.error.isEmpty {
+            rows.append(("Error", state.error))
+        }
         return "\(target)\n" + rows.map { "  \($0.0 + ":")\(String(repeating: " ", count: 14 - $0.0.count))\($0.1)" }
             .joined(separator: "\n")
     }
@@ -152,6 +158,7 @@ enum Output {
                 ("reachable", .bool(state.isReachable)),
                 ("reachable_ipv4", .bool(state.reachableIPv4)),
                 ("reachable_ipv6", .bool(state.reachableIPv6)),
+                ("reason", .string(state.reason?.rawValue ?? "")),
                 ("status", .number(Int64(state.status.rawValue))),
                 ("target", .string(target.description)),
                 ("time", time.map { .string(Output.timestamp($0)) }),

@@ -57,6 +57,7 @@ NO_BACKEND = {
     "InterfaceType": "",
     "Interface": "",
     "Addresses": [],
+    "Reason": "",
     "Error": "",
 }
 
@@ -254,7 +255,7 @@ def test_without_networkmanager_the_answer_is_unknown(plain_lab, client):
     assert client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchPath") == (PATH_PATH,)
     path = client.get_all(SERVICE, PATH_PATH, PATH_IFACE)
     assert path == {"Interfaces": [], "Flags": 0, "DnsConfigured": False, "Expensive": False, "Constrained": False,
-                    "LinkQuality": "unknown"}, path
+                    "LinkQuality": "unknown", "Reason": ""}, path
     # The answer is stable: no signal says otherwise after a Refresh.
     recorder = plain_lab.recorder()
     try:

@@ -117,7 +117,7 @@ def test_reachctl_answers_from_the_daemon_and_in_process_alike(nm_lab):
     assert by_target[MISSING]["error"], "a failed lookup says why"
     assert set(answers[0]) == {"target", "kind", "mode", "flags", "flag_names", "status", "reachable", "interface",
                                "interface_type", "connectivity", "metered", "vpn", "reachable_ipv4",
-                               "reachable_ipv6", "addresses", "error"}
+                               "reachable_ipv6", "addresses", "error", "reason"}
 
     local = reachctl(lab, "query", "--json", "--no-daemon", *TARGETS)
     assert local.returncode == 1, local.stderr
@@ -305,7 +305,7 @@ def test_reachctl_watch_lines_carry_the_reason(nm_lab, clients):
         line = watcher.next_line("the first answer")
         while " status=-1 " in line:  # the lookup in flight
             line = watcher.next_line("the lookup's answer")
-        assert f"{MISSING}: Not Reachable status=0 interface=- type=- error=" in line, line
+        assert f"{MISSING}: Not Reachable status=0 interface=- type=- reason=lookup-failed error=" in line, line
         assert line.endswith(" error=" + json.dumps(expected, ensure_ascii=False)), (line, expected)
         watcher.stop()
 

@@ -43,6 +43,7 @@ CONNECTED = {
     "Vpn": False,
     "ReachableIPv4": True,
     "ReachableIPv6": True,
+    "Reason": "",
     "Error": "",
 }
 
@@ -153,7 +154,7 @@ def test_captive_portal(online):
     assert lab.check_connectivity() == "portal", "NetworkManager did not see the portal (harness problem)"
     recorder.wait_answer({"Connectivity": "portal", "Flags": PORTAL_FLAGS, "Status": 0, "Reachable": False,
                           "ConnectionRequired": True, "ReachableViaEthernet": False, "Interface": harness.NM_IFNAME,
-                          "InterfaceType": "ethernet"}, "the captive-portal answer", mark=mark)
+                          "InterfaceType": "ethernet", "Reason": "portal"}, "the captive-portal answer", mark=mark)
     assert online.refresh() == (PORTAL_FLAGS, 0)
 
     lab.set_portal(False)

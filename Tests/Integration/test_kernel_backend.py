@@ -83,6 +83,7 @@ KERNEL_CONNECTED = {
     "Vpn": False,
     "ReachableIPv4": True,
     "ReachableIPv6": False,
+    "Reason": "",
     "Error": "",
 }
 

@@ -363,3 +363,24 @@ def test_tunnel_alone_in_its_namespace(online):
     assert "kveth" not in lab.ip_a("-o", "link", "show").stdout
     assert_nothing_announced(online, mark, "tun0 alone in its namespace keeps the VPN answer")
     assert recorder.props["Flags"] == TRANSIENT_CONNECTION | REACHABLE and recorder.props["Interface"] == TUN
+
+
+def test_link_group_under_suppress_ifgroup(online):
+    """``lookup main suppress_ifgroup 5`` in place of the main table's rule: kveth0 moved into group 5
+    (one RTM_NEWLINK that changes neither IFF_UP nor carrier) makes the kernel refuse the main
+    table's answer through it -- not reachable; back to group 0 -- reachable. Both ways follow the
+    kernel, one StatusChanged each."""
+    lab, recorder = online.lab, online.recorder
+    lab.ip_a("rule", "add", "pref", "100", "lookup", "main", "suppress_ifgroup", "5")
+    lab.ip_a("rule", "del", "pref", "32766")
+    online.sync()
+    mark = recorder.mark()
+    lab.ip_a("link", "set", UPLINK, "group", "5")
+    recorder.wait_answer(KERNEL_OFFLINE, "not reachable: the main table's answer through group 5 is suppressed",
+                         mark=mark)
+    assert kernel_choice(lab) == ""
+    lab.ip_a("link", "set", UPLINK, "group", "0")
+    recorder.wait_answer(KERNEL_CONNECTED, "reachable again in group 0", mark=mark)
+    assert kernel_choice(lab) == UPLINK
+    online.sync()
+    assert recorder.status_changes(mark) == [(0, 0), (2, REACHABLE)], recorder.describe(mark)

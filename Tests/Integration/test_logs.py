@@ -36,6 +36,8 @@ BACKEND_SWITCHED = "fa00c6ee61ec4390a2c2f5f794c7df0e"
 NETWORKMANAGER_LOST = "3b72a8faf230487db934fc4db8fc3f27"
 NETWORKMANAGER_BACK = "70409e70b8b248a0985ae7ad23f62f20"
 CLIENT_OVER_LIMIT = "a7e0729a5d0c4c9abf6dd56c9a99bea0"
+INTERNET_CHANGED = "c8cfc4f5835a477292a078ce93c1b050"
+PATH_CHANGED = "d950621a64b24d8b85a3bbdefe3ebb26"
 
 
 def parse_entry(data: bytes) -> dict:
@@ -147,6 +149,12 @@ def test_journal_native_protocol(plain_lab, tmp_path):
         backend = reader.wait_for(lambda e: e.get("MESSAGE_ID") == BACKEND_SWITCHED, "for the backend", describe)
         assert backend["PRIORITY"] == "6" and backend["REACH_BACKEND"] == "kernel", backend
         assert backend["REACH_BACKEND_MODE"] == "auto", backend
+        # The internet's first answer: one notice, in words, with its reason and interface.
+        internet = reader.wait_for(lambda e: e.get("MESSAGE_ID") == INTERNET_CHANGED, "for the internet's answer",
+                                   describe)
+        assert internet["PRIORITY"] == "5" and internet["MESSAGE"].startswith("internet: "), internet
+        assert "REACH_REASON" in internet and "REACH_INTERFACE" in internet, internet
+        assert (internet["REACH_REASON"] == "") == internet["MESSAGE"].startswith("internet: reachable"), internet
 
         # A client over its limit: logged once (with its unique name and the target it asked for).
         client = plain_lab.client
@@ -170,6 +178,8 @@ def test_journal_native_protocol(plain_lab, tmp_path):
         # Records arrive in order from one socket: the second refusal was not logged.
         overs = [e for e in reader.entries if e.get("MESSAGE_ID") == CLIENT_OVER_LIMIT]
         assert len(overs) == 1, overs
+        # Nothing changed on the network meanwhile: the internet's notice came once.
+        assert len([e for e in reader.entries if e.get("MESSAGE_ID") == INTERNET_CHANGED]) == 1, reader.entries
         assert client.call(SERVICE, LOG_CONTROL_PATH, PROPERTIES_IFACE, "Get", "ss",
                            (LOG_CONTROL, "LogTarget")) == ("journal",)
         # Holding the path object evaluates the paths, which the debug level reports.

@@ -272,6 +272,8 @@ def test_required_and_prohibited_interface_types(online, programs):
     for program, path in running:
         if path is OFFLINE:
             assert len(program.handler_lines()) == 1, "its path never changed: " + program.describe()
+            # Its own requirement leaves out the one interface there is: that is why.
+            assert program.handler_lines()[0]["reason"] == "interface-prohibited", program.describe()
 
 
 def test_ipv6_only(online, programs):

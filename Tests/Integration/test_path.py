@@ -127,7 +127,7 @@ def path_lab(kernel_lab_without_carrier):
 def connected(lab: PathLab) -> dict:
     """kveth0 (a veth: wired Ethernet, LinkQuality good while it carries the path)."""
     return {"Interfaces": [interface(lab, UPLINK, ipv4=True, gateways=[GATEWAY_V4])], "Flags": REACHABLE,
-            "DnsConfigured": True, "Expensive": False, "Constrained": False, "LinkQuality": "good"}
+            "DnsConfigured": True, "Expensive": False, "Constrained": False, "LinkQuality": "good", "Reason": ""}
 
 
 def test_watch_path_release_and_disconnect(kernel_lab):
@@ -197,13 +197,13 @@ def test_carrier_loss(path_lab):
     assert lab.watch() == connected(lab)
     mark = lab.path.mark()
     lab.lab.set_peer(UPLINK_PEER, False)
-    offline = {"Interfaces": [interface(lab, UPLINK)], "Flags": 0, "LinkQuality": "unknown"}
+    offline = {"Interfaces": [interface(lab, UPLINK)], "Flags": 0, "LinkQuality": "unknown", "Reason": "no-carrier"}
     lab.wait(offline, "kveth0 unusable without carrier", mark)
     lab.lab.set_peer(UPLINK_PEER, True)
     lab.wait(connected(lab), "the connected path once carrier is back", mark)
     lab.sync()
     assert lab.changes(mark) == [offline, {"Interfaces": connected(lab)["Interfaces"], "Flags": REACHABLE,
-                                           "LinkQuality": "good"}], (
+                                           "LinkQuality": "good", "Reason": ""}], (
         lab.path.describe(mark))
 
 

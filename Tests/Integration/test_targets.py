@@ -156,6 +156,7 @@ def test_nxdomain_then_dns_change_and_refresh(lab):
     missing = watch(client, "WatchHost", "nosuch.test")
     props = settled(lab, missing, "NXDOMAIN answered", lambda p: p.get("Status") == 0)
     assert props["Flags"] == 0 and props["Error"] != "" and props["Addresses"] == [], harness.fmt_props(props)
+    assert props["Reason"] == "lookup-failed", harness.fmt_props(props)
 
     routed = watch(client, "WatchHost", ROUTED[0])
     settled(lab, routed, "routed host resolved", lambda p: p.get("Addresses") == [ROUTED[1]])

@@ -721,7 +721,7 @@ def test_wifi_waiting_for_secrets(env):
     active = env.nm_activating(env.wifi, DEVICE_NEED_AUTH)
     expected = CONNECTION_REQUIRED | INTERVENTION_REQUIRED
     env.wait_for_state({"Flags": expected, "Status": 0, "Reachable": False, "ConnectionRequired": True,
-                        "InterfaceType": "", "Interface": ""},
+                        "InterfaceType": "", "Interface": "", "Reason": "needs-auth"},
                        "ConnectionRequired|InterventionRequired while Wi-Fi waits for secrets")
     env.wait_for_status_changed((0, expected), seen, "Wi-Fi needs secrets")
     seen = env.mark()
@@ -744,8 +744,8 @@ def test_modem_activating(env):
 
     env.mock("SetDeviceMetered", (env.modem, METERED_YES), "(su)")
     active = env.nm_activating(env.modem, DEVICE_PREPARE)
-    env.wait_for_state({"Flags": CONNECTION_REQUIRED, "Status": 0, "Reachable": False, "ConnectionRequired": True},
-                       "ConnectionRequired while the modem is activating")
+    env.wait_for_state({"Flags": CONNECTION_REQUIRED, "Status": 0, "Reachable": False, "ConnectionRequired": True,
+                        "Reason": "connecting"}, "ConnectionRequired while the modem is activating")
     env.wait_for_status_changed((0, CONNECTION_REQUIRED), seen, "modem activating")
     seen = env.mark()
 

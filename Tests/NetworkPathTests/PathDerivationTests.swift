@@ -240,3 +240,31 @@ struct PathDerivationTests {
         #expect("\(NWPath.Status.satisfied)" == "satisfied")
     }
 }
+
+@Suite("NWPath's reasons")
+struct PathReasonTests {
+    @Test("satisfied: no reason; the system's word when nothing is usable")
+    func systemReason() {
+        #expect(path([wired]).reason == "" && path([wired]).unsatisfiedReason == .notAvailable)
+        let down = NWPath(PathState(interfaces: [link("eth0", 2, .ethernet, v4: false)], reason: .noCarrier),
+                          requirement: .any)
+        #expect(down.status == .unsatisfied && down.reason == "no-carrier" && down.unsatisfiedReason == .notAvailable)
+        #expect(!down.isUltraConstrained && !path([wired]).isUltraConstrained)
+    }
+
+    @Test("the monitor's own requirement leaves out the only interfaces: interface-prohibited, denied in Apple's terms",
+          arguments: [
+            (wifi, PathRequirement(prohibited: [.wifi]), NWPath.UnsatisfiedReason.wifiDenied),
+            (modem, PathRequirement(required: .wifi), .cellularDenied),
+            (wired, PathRequirement(required: .wifi), .notAvailable),
+          ])
+    func prohibited(interface: PathInterface, requirement: PathRequirement, denied: NWPath.UnsatisfiedReason) {
+        let p = path([interface], requirement)
+        #expect(p.status == .unsatisfied && p.reason == "interface-prohibited" && p.unsatisfiedReason == denied)
+        // Whether the interface can carry traffic or not: the monitor's reason stays (no new path on a flap).
+        var unusable = interface
+        unusable.usableIPv4 = false
+        unusable.usableIPv6 = false
+        #expect(path([unusable], flags: [], requirement) == p)
+    }
+}

@@ -27,6 +27,16 @@ struct RouteStalenessTests {
         #expect(classifier.classify(.link(index: 2, isUp: true, hasCarrier: true)) == RouteInvalidation(all: true))
         #expect(classifier.classify(.link(index: 3, isUp: false, hasCarrier: false)) == RouteInvalidation(all: true))
         #expect(classifier.classify(.link(index: 3, isUp: true, hasCarrier: true)) == RouteInvalidation(all: true))
+        // What rules select a link by: its group, name or master, changed alone.
+        let eth = LinkSelectors(name: "eth0")
+        #expect(classifier.classify(.link(index: 3, isUp: true, hasCarrier: true, selectors: eth)).isEmpty, "first told")
+        var grouped = eth
+        grouped.group = 5
+        #expect(classifier.classify(.link(index: 3, isUp: true, hasCarrier: true, selectors: grouped)).all)
+        #expect(classifier.classify(.link(index: 3, isUp: true, hasCarrier: true, selectors: grouped)).isEmpty)
+        #expect(classifier.classify(.link(index: 3, isUp: true, hasCarrier: true,
+                                          selectors: LinkSelectors(name: "wan0", group: 5))).all, "renamed")
+        #expect(classifier.classify(.link(index: 3, isUp: true, hasCarrier: true)).isEmpty, "not told: not compared")
     }
 
     @Test("a new link, a removed link: the answers through it")

@@ -45,7 +45,7 @@ struct NetlinkParsingTests {
     func localRoute() throws {
         let body = try #require(Self.body(Self.local, type: Int32(RTM_NEWROUTE)))
         let (route, prefix, table, _) = try #require(Netlink.parseRoute(body))
-        #expect(route == RouteFact(kind: .local, hasGateway: false, interfaceIndex: 1))
+        #expect(route == RouteFact(kind: .local, hasGateway: false, interfaceIndex: 1, source: "127.0.0.1"))
         #expect(prefix == 32)
         #expect(table == 254)
     }
@@ -54,10 +54,12 @@ struct NetlinkParsingTests {
     func unicastRoutes() throws {
         let onLinkBody = try #require(Self.body(Self.onLink, type: Int32(RTM_NEWROUTE)))
         let onLink = try #require(Netlink.parseRoute(onLinkBody))
-        #expect(onLink.0 == RouteFact(kind: .unicast, hasGateway: false, interfaceIndex: 4))
+        #expect(onLink.0 == RouteFact(kind: .unicast, hasGateway: false, interfaceIndex: 4, source: "192.0.2.2"))
         let viaBody = try #require(Self.body(Self.viaGateway, type: Int32(RTM_NEWROUTE)))
         let via = try #require(Netlink.parseRoute(viaBody))
-        #expect(via.0 == RouteFact(kind: .unicast, hasGateway: true, interfaceIndex: 4, gateway: "192.0.2.1"))
+        // The source the kernel chose (`RTA_PREFSRC`) is read too: the source rule judges it.
+        #expect(via.0 == RouteFact(kind: .unicast, hasGateway: true, interfaceIndex: 4, gateway: "192.0.2.1",
+                                   source: "192.0.2.2"))
     }
 
     @Test("a link message: name, index, flags, operstate and type")

@@ -1,0 +1,58 @@
+/// Why a target (or the path) is not reachable: one stable word, exported as
+/// `Reason` (the contract's XML lists the vocabulary), with the detail in words
+/// beside it (`Error`). The engine finds it next to the flag rule that failed.
+public enum Reason: String, Sendable, Hashable, CaseIterable {
+    /// The kernel has no route to the destination (`ENETUNREACH`).
+    case noRoute = "no-route"
+    /// The route the kernel chose refuses packets: `unreachable`, `prohibit`,
+    /// `blackhole` or `throw`.
+    case rejected
+    /// The route leaves through a link that is not up (`IFF_UP` unset).
+    case linkDown = "link-down"
+    /// The route leaves through a link that is up without carrier (`IFF_LOWER_UP`
+    /// unset, or operstate down).
+    case noCarrier = "no-carrier"
+    /// The route is there, but the kernel's answer has no source address a packet
+    /// can leave with (tentative or DAD-failed, link-local, loopback, none).
+    case noSourceAddress = "no-source-address"
+    /// The route goes through a VPN, and no other link can carry the tunnel's packets.
+    case noUnderlay = "no-underlay"
+    /// NetworkManager reports a captive portal: a login page stands in the way.
+    case portal
+    /// Nothing is reachable, and a device waits for secrets (NetworkManager's `need-auth`).
+    case needsAuth = "needs-auth"
+    /// Nothing is reachable, and NetworkManager is activating a connection.
+    case connecting
+    /// A host's name could not be resolved.
+    case lookupFailed = "lookup-failed"
+    /// A path exists, but only through interface types the caller prohibited or did
+    /// not require (a client's path evaluation, `NWPathMonitor`'s interface choice).
+    case interfaceProhibited = "interface-prohibited"
+
+    /// How far a packet got before this cause stopped it: among the causes of
+    /// several paths (both families of the internet, every address of a host), the
+    /// one that got furthest is the one worth telling (an IPv6-only link whose
+    /// address is still tentative says `no-source-address`, not IPv4's `no-route`).
+    public var depth: Int {
+        switch self {
+        case .noRoute: 0
+        case .rejected: 1
+        case .linkDown: 2
+        case .noCarrier: 3
+        case .noUnderlay: 4
+        case .noSourceAddress: 5
+        case .interfaceProhibited, .connecting, .needsAuth, .lookupFailed, .portal: 6
+        }
+    }
+}
+
+/// A cause and its sentence ("no carrier on wlan0").
+public struct Cause: Sendable, Hashable {
+    public var reason: Reason
+    public var detail: String
+
+    public init(_ reason: Reason, _ detail: String) {
+        self.reason = reason
+        self.detail = detail
+    }
+}
