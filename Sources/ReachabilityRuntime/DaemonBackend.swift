@@ -26,12 +26,14 @@ final class DaemonBackend: FeedBackend {
     /// The next attempt, while it waits for its turn.
     private var restartTimer: SourceHandle?
 
-    /// At most this many attempts to start the service again: the first at once, each next
-    /// one after twice the wait of the one before it (0.25 s, 0.5 s, 1 s, 2 s, 4 s: about
-    /// 8 s in all). Then the client waits for the name to come back (`NameOwnerChanged`),
-    /// as it does from the start when the bus cannot start the service.
+    /// At most this many attempts to start the service again, each after twice the wait of
+    /// the one before it (0.5 s, 1 s, 2 s, 4 s, 8 s, 16 s: about 30 s in all). Not at once: a
+    /// `systemctl stop` is still finishing when the name goes, and systemd cancels that stop
+    /// job ("Job … canceled") when a start of the unit is asked before it is done. Then the
+    /// client waits for the name to come back (`NameOwnerChanged`), as it does from the
+    /// start when the bus cannot start the service.
     static let restartAttemptsMax = 6
-    static let restartFirstWait: UInt32 = 250
+    static let restartFirstWait: UInt32 = 500
     /// A service that kept its name this long before it left was up: the attempts start from
     /// the first again. One that leaves sooner (it fails soon after its start) continues the
     /// backoff, so a service that keeps failing is never started in a loop.
@@ -412,7 +414,14 @@ final class DaemonBackend: FeedBackend {
                 start(watch) { error in if let error { watch.feed.fail(error) } }
             }
         }
-        if owner.isEmpty { startServiceAgain() }
+        if owner.isEmpty { scheduleRestart() }
+    }
+
+    /// The next attempt to start the service again, after its wait.
+    private func scheduleRestart() {
+        guard restartTimer == nil, restartAttempts < Self.restartAttemptsMax else { return }
+        let wait = Self.restartFirstWait << UInt32(restartAttempts)
+        restartTimer = Sources.after(milliseconds: wait) { [weak self] in self?.startServiceAgain() }
     }
 
     /// The service left while something is held: asks the bus to start it again, when the bus
@@ -444,8 +453,7 @@ final class DaemonBackend: FeedBackend {
                     return Log.warning("\(name) could not be started again (\(attempt) attempts); "
                                        + "waiting for it to come back")
                 }
-                let wait = Self.restartFirstWait << UInt32(attempt - 1)
-                self.restartTimer = Sources.after(milliseconds: wait) { [weak self] in self?.startServiceAgain() }
+                self.scheduleRestart()
             }
         }
     }

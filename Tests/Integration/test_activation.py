@@ -249,7 +249,7 @@ def test_a_service_that_keeps_failing_is_started_a_bounded_number_of_times(activ
     assert app.next_line("the library, the service away") == "status unknown flags -"
     gave_up = f"{SERVICE} could not be started again (6 attempts); waiting for it to come back"
     for client in (watcher, app, path):
-        harness.wait_until(lambda c=client: gave_up in c.log.read_text(errors="replace"), 30,
+        harness.wait_until(lambda c=client: gave_up in c.log.read_text(errors="replace"), 60,
                            f"{client.log.name} gives up", lambda c=client: harness.tail(c.log, 30))
     # Three clients, six attempts each at most (the bus runs one start for calls that come together).
     count = len(starts.read_text().splitlines())
