@@ -23,11 +23,15 @@ final class DaemonBackend: FeedBackend {
     private var isDisconnected = false
     /// Attempts to start the service again since it was last up for `restartSettle`.
     private var restartAttempts = 0
+    /// Attempts since it last left: the wait before the next one doubles with each.
+    private var outageAttempts = 0
     /// The next attempt, while it waits for its turn.
     private var restartTimer: SourceHandle?
 
-    /// At most this many attempts to start the service again, each after twice the wait of
-    /// the one before it (0.5 s, 1 s, 2 s, 4 s, 8 s, 16 s: about 30 s in all). Not at once: a
+    /// At most this many attempts to start the service again (since it was last up for
+    /// `restartSettle`): after each departure the first comes after 0.5 s, and each next one
+    /// of the same absence after twice the wait of the one before it (1 s, 2 s, 4 s, 8 s,
+    /// 16 s: about 30 s in all for a service that never comes back). Not at once: a
     /// `systemctl stop` is still finishing when the name goes, and systemd cancels that stop
     /// job ("Job … canceled") when a start of the unit is asked before it is done. Then the
     /// client waits for the name to come back (`NameOwnerChanged`), as it does from the
@@ -388,6 +392,7 @@ final class DaemonBackend: FeedBackend {
         if owner.isEmpty {
             Log.info("\(ServiceNames.busName) left the system bus; targets are unknown until it is back")
             if now - ownedSince >= Self.restartSettle { restartAttempts = 0 }
+            outageAttempts = 0
         } else {
             Log.debug("\(ServiceNames.busName) is on the system bus as \(owner)")
             ownedSince = now
@@ -420,7 +425,7 @@ final class DaemonBackend: FeedBackend {
     /// The next attempt to start the service again, after its wait.
     private func scheduleRestart() {
         guard restartTimer == nil, restartAttempts < Self.restartAttemptsMax else { return }
-        let wait = Self.restartFirstWait << UInt32(restartAttempts)
+        let wait = Self.restartFirstWait << UInt32(outageAttempts)
         restartTimer = Sources.after(milliseconds: wait) { [weak self] in self?.startServiceAgain() }
     }
 
@@ -440,6 +445,7 @@ final class DaemonBackend: FeedBackend {
                 return Log.info("the system bus cannot start \(name); waiting for it to come back")
             }
             self.restartAttempts += 1
+            self.outageAttempts += 1
             let attempt = self.restartAttempts
             Log.info("starting \(name) again (attempt \(attempt) of \(Self.restartAttemptsMax))")
             // The bus's own activation timeout (25 s by default) ends a start that hangs.
