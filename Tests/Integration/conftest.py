@@ -31,7 +31,12 @@ CI = bool(os.environ.get("CI"))
 
 def require(*, root: bool = True, networkmanager: bool = True, daemon: bool = True) -> None:
     """Skip the test (fail it under CI) when the machine lacks something it needs."""
-    missing = harness.requirements(root=root, networkmanager=networkmanager, daemon=daemon)
+    need(harness.requirements(root=root, networkmanager=networkmanager, daemon=daemon))
+
+
+def need(*missing_lists) -> None:
+    """Skip the test (fail it under CI) when any of these lists names something missing."""
+    missing = [m for ms in missing_lists for m in ms]
     if not missing:
         return
     message = "needs " + ", ".join(missing)
