@@ -97,7 +97,7 @@ final class MetricsObject {
     }
 
     func targetChanged(_ target: WatchedTarget) {
-        instruments[ObjectIdentifier(target)]?.changed(to: target.state)
+        instruments[ObjectIdentifier(target)]?.changed()
         changed()
     }
 
@@ -164,11 +164,12 @@ final class MetricsObject {
 /// flag, so the series changes with them), changes. The change is counted and the state
 /// kept where it happens; the series are made (and brought up to date) when the metrics
 /// are read, so a daemon nobody scrapes, or a client adding and dropping thousands of
-/// targets between two reads, costs the registry nothing.
+/// targets between two reads, costs the registry nothing — and the target only a few
+/// words until then (its state and labels are read from it when the metrics are).
 @LoopActor
 final class TargetInstruments {
-    private let dimensions: [(String, String)]
-    private var state: TargetState
+    /// Unowned: the instruments go (`targetRemoved`) before the target does.
+    private unowned let target: WatchedTarget
     private var changeCount = 0
     private var exportedChanges = 0
     private var isCurrent = false
@@ -178,14 +179,16 @@ final class TargetInstruments {
     private var flagLabels: [String] = []
 
     init(_ target: WatchedTarget) {
-        dimensions = [("target", target.name.isEmpty ? "internet" : target.name), ("kind", target.kind.metricLabel)]
-        state = target.state
+        self.target = target
+    }
+
+    private var dimensions: [(String, String)] {
+        [("target", target.name.isEmpty ? "internet" : target.name), ("kind", target.kind.metricLabel)]
     }
 
     /// The target's state changed (a StatusChanged): counted, and exported at the next read.
-    func changed(to state: TargetState) {
+    func changed() {
         changeCount += 1
-        self.state = state
         isCurrent = false
     }
 
@@ -193,6 +196,8 @@ final class TargetInstruments {
     func export() {
         guard !isCurrent else { return }
         isCurrent = true
+        let state = target.state
+        let dimensions = self.dimensions
         let reachable = self.reachable ?? Gauge(label: Instruments.Metric.targetReachable.rawValue,
                                                 dimensions: dimensions)
         let changes = self.changes ?? Counter(label: Instruments.Metric.targetChanges.rawValue,
