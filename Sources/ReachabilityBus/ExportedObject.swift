@@ -116,19 +116,21 @@ public final class ExportedObject {
     private unowned let tree: ObjectTree
     /// Who may see the object and hears its signals; `nil`: everybody.
     public let audience: ObjectAudience?
-    /// The values last announced (or first exported): per interface, in the order
-    /// of its table's `announcedIndices`.
-    private var announced: [[DBusValue]]
-    /// The values last announced to the listeners of each user that sees a view of its
-    /// own (`ViewedByUser`), until the user sees the shared values again.
-    private var announcedToUser: [UserID: [[DBusValue]]] = [:]
+    /// What was last announced (or first exported), as a hash per value: per interface, in
+    /// the order of its table's `announcedIndices`. The values themselves are read from the
+    /// owner when they are sent; what is kept is only what tells a change (some 8 bytes a
+    /// property instead of the value and what it holds, for each of thousands of objects).
+    private var announced: Fingerprint
+    /// The same for the listeners of each user that sees a view of its own
+    /// (`ViewedByUser`), until the user sees the shared values again.
+    private var announcedToUser: [UserID: Fingerprint] = [:]
 
     init(path: ObjectPath, interfaces: [BoundInterface], tree: ObjectTree, audience: ObjectAudience?) {
         self.path = path
         self.interfaces = interfaces
         self.tree = tree
         self.audience = audience
-        announced = interfaces.map { i in i.table.announcedIndices.map { i.value($0) } }
+        announced = Self.fingerprint(interfaces.map { i in i.table.announcedIndices.map { i.value($0) } })
     }
 
     func interface(_ name: String) -> BoundInterface? { interfaces.first { $0.name == name } }
@@ -136,12 +138,18 @@ public final class ExportedObject {
     /// The interfaces' names (for `InterfacesRemoved`).
     var interfaceNames: [String] { interfaces.map(\.name) }
 
-    /// What a peer was told of the announced properties, compactly (a hash per value): kept
-    /// for a peer that falls behind, to send it what differs once it reads again.
+    /// What a peer was told of the announced properties, compactly (a hash per value): what
+    /// every listener was told, and what a peer that falls behind was told last, to send it
+    /// what differs once it reads again.
     typealias Fingerprint = [[Int]]
 
+    static func fingerprint(_ values: [[DBusValue]]) -> Fingerprint { values.map { $0.map(\.hashValue) } }
+
     /// The fingerprint of what `peer`, if up to date, has been told.
-    func told(to peer: String) -> Fingerprint { current(for: peer).map { $0.map(\.hashValue) } }
+    func told(to peer: String) -> Fingerprint {
+        guard let user = ownView(of: peer) else { return announced }
+        return announcedToUser[user] ?? Self.fingerprint(current(for: peer))
+    }
 
     /// Emits `PropertiesChanged` for each interface whose announced properties changed
     /// since the last call, carrying only those properties, then the interface's follow-up
@@ -171,34 +179,36 @@ public final class ExportedObject {
 
     /// What differs from `last` (then updated) to `listeners` (`nil`: everybody), or kept
     /// for those of them that have fallen behind, with what they were told before.
-    private func publish(_ last: inout [[DBusValue]], to listeners: [String]?,
+    private func publish(_ last: inout Fingerprint, to listeners: [String]?,
                          _ value: (BoundInterface, Int) -> DBusValue) {
-        let before = last
-        var changes: [Change] = []
-        for (i, interface) in interfaces.enumerated() {
-            var change = Change(interface: i)
-            for (slot, index) in interface.table.announcedIndices.enumerated() {
-                let value = value(interface, index)
-                if last[i][slot] != value {
-                    last[i][slot] = value
-                    change.slots.append(slot)
-                }
-            }
-            if !change.slots.isEmpty { changes.append(change) }
-        }
+        let values = interfaces.map { i in i.table.announcedIndices.map { value(i, $0) } }
+        let changes = self.changes(from: last, to: values)
         guard !changes.isEmpty else { return }
-        guard let listeners else { return announce(changes, values: last, to: nil) }
+        let before = last
+        last = Self.fingerprint(values)
+        guard let listeners else { return announce(changes, values: values, to: nil) }
         var current: [String] = []
-        var toldBefore: Fingerprint?
         for listener in listeners {
             guard tree.isBehind(listener) else {
                 current.append(listener)
                 continue
             }
-            if toldBefore == nil { toldBefore = before.map { $0.map(\.hashValue) } }
-            tree.withhold(path, from: listener, told: toldBefore!, interfaces: interfaceNames)
+            tree.withhold(path, from: listener, told: before, interfaces: interfaceNames)
         }
-        announce(changes, values: last, to: current)
+        announce(changes, values: values, to: current)
+    }
+
+    /// The announced properties whose `values` differ from what `told` says was told.
+    private func changes(from told: Fingerprint, to values: [[DBusValue]]) -> [Change] {
+        var changes: [Change] = []
+        for i in interfaces.indices {
+            var change = Change(interface: i)
+            for slot in values[i].indices where told[i][slot] != values[i][slot].hashValue {
+                change.slots.append(slot)
+            }
+            if !change.slots.isEmpty { changes.append(change) }
+        }
+        return changes
     }
 
     /// The announced properties of one interface (by index) that changed, by slot.
@@ -227,11 +237,19 @@ public final class ExportedObject {
         }
     }
 
-    /// The announced values `peer` would hear now: its user's view, or the shared values.
-    func current(for peer: String) -> [[DBusValue]] {
+    /// The user of `peer` when it sees a view of its own (`ViewedByUser`).
+    private func ownView(of peer: String) -> UserID? {
         guard interfaces.contains(where: { $0.owner is ViewedByUser }), let user = tree.userOf(peer),
             seesOwnView(user)
-        else { return announced }
+        else { return nil }
+        return user
+    }
+
+    /// The announced values `peer` would hear now: its user's view, or the shared values.
+    private func current(for peer: String) -> [[DBusValue]] {
+        guard let user = ownView(of: peer) else {
+            return interfaces.map { i in i.table.announcedIndices.map { i.value($0) } }
+        }
         return interfaces.map { i in i.table.announcedIndices.map { i.value($0, for: user) } }
     }
 
@@ -240,15 +258,7 @@ public final class ExportedObject {
     /// user sees), and the follow-up if one of its arguments differs.
     func catchUp(_ peer: String, told: Fingerprint) {
         let values = current(for: peer)
-        var changes: [Change] = []
-        for (i, interface) in interfaces.enumerated() {
-            var change = Change(interface: i)
-            for slot in interface.table.announcedIndices.indices where told[i][slot] != values[i][slot].hashValue {
-                change.slots.append(slot)
-            }
-            if !change.slots.isEmpty { changes.append(change) }
-        }
-        announce(changes, values: values, to: [peer])
+        announce(changes(from: told, to: values), values: values, to: [peer])
     }
 
     /// Emits one of the object's declared signals. Arguments that do not match
