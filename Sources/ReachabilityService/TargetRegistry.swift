@@ -76,18 +76,22 @@ final class TargetRegistry {
             throw ServiceError.tooManyTargets(error.message)
         }
         if objects[key] == nil {
+            // One path string for the registry, the tree and the object (each made anew
+            // would be three of some 80 bytes per target).
+            let path = key.path
             let target = WatchedTarget(input)
             target.owner = user
             let object = TargetObject(target, requests: requests)
             objects[key] = object
-            keysByPath[key.path] = key
+            keysByPath[path] = key
             objectsByTarget[ObjectIdentifier(object.target)] = object
             if key.kind == .host { hostCount += 1 }
             onCreated?(object)
-            object.exported = connection.export(object, at: key.path, interfaces: [TargetObject.interface],
+            object.exported = connection.export(object, at: path, interfaces: [TargetObject.interface],
                                                 audience: Holders(registry: self, key: key))
             peak = max(peak, objects.count)
             onAdded?(object)
+            return path
         } else if !wasHolder {
             // Shared, or held again before its removal after its last holder left: it stays.
             connection.announceAdded(key.path, to: [client])
