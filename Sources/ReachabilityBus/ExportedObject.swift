@@ -141,9 +141,10 @@ public final class ExportedObject {
     /// What a peer was told of the announced properties, compactly (a hash per value): what
     /// every listener was told, and what a peer that falls behind was told last, to send it
     /// what differs once it reads again.
-    typealias Fingerprint = [[Int]]
+    /// One array for all the interfaces, in order (one allocation per object).
+    typealias Fingerprint = [Int]
 
-    static func fingerprint(_ values: [[DBusValue]]) -> Fingerprint { values.map { $0.map(\.hashValue) } }
+    static func fingerprint(_ values: [[DBusValue]]) -> Fingerprint { values.flatMap { $0.map(\.hashValue) } }
 
     /// The fingerprint of what `peer`, if up to date, has been told.
     func told(to peer: String) -> Fingerprint {
@@ -201,11 +202,13 @@ public final class ExportedObject {
     /// The announced properties whose `values` differ from what `told` says was told.
     private func changes(from told: Fingerprint, to values: [[DBusValue]]) -> [Change] {
         var changes: [Change] = []
+        var offset = 0
         for i in interfaces.indices {
             var change = Change(interface: i)
-            for slot in values[i].indices where told[i][slot] != values[i][slot].hashValue {
+            for slot in values[i].indices where told[offset + slot] != values[i][slot].hashValue {
                 change.slots.append(slot)
             }
+            offset += values[i].count
             if !change.slots.isEmpty { changes.append(change) }
         }
         return changes

@@ -32,7 +32,7 @@ public struct HolderRegistry<Key: Hashable & Sendable>: Sendable {
     /// The most distinct targets held by anybody at once.
     public let globalLimit: Int
 
-    private var holdersByKey: [Key: Set<String>] = [:]
+    private var holdersByKey: [Key: HolderSet] = [:]
     private var keysByClient: [String: Set<Key>] = [:]
     private var userOfClient: [String: UserID] = [:]
     /// For each user, the keys its clients hold and how many of its clients hold each.
@@ -75,7 +75,11 @@ public struct HolderRegistry<Key: Hashable & Sendable>: Sendable {
                 "the daemon already watches \(targetCount(holdersByKey.count)); the global limit is \(globalLimit)")
         }
         keysByClient[client, default: []].insert(key)
-        holdersByKey[key, default: []].insert(client)
+        if holdersByKey[key] == nil {
+            holdersByKey[key] = .one(client)
+        } else {
+            holdersByKey[key]!.insert(client)
+        }
         userOfClient[client] = user
         keysByUser[user, default: [:]][key, default: 0] += 1
         return isNew
@@ -132,7 +136,17 @@ public struct HolderRegistry<Key: Hashable & Sendable>: Sendable {
 
     /// The clients holding `key`; empty when nobody does.
     public func holders(of key: Key) -> Set<String> {
-        holdersByKey[key] ?? []
+        holdersByKey[key]?.set ?? []
+    }
+
+    /// The same as a list (what signals are sent to), made without a set.
+    public func holderList(of key: Key) -> [String] {
+        holdersByKey[key]?.list ?? []
+    }
+
+    /// Whether `client` holds `key`.
+    public func isHolder(_ client: String, of key: Key) -> Bool {
+        holdersByKey[key]?.contains(client) ?? false
     }
 
     /// The keys `client` holds; empty when it holds none.
@@ -161,9 +175,59 @@ public struct HolderRegistry<Key: Hashable & Sendable>: Sendable {
             keysByUser[user]![key] = n > 1 ? n - 1 : nil
             if keysByUser[user]!.isEmpty { keysByUser[user] = nil }
         }
-        holdersByKey[key]?.remove(client)
-        guard holdersByKey[key]?.isEmpty ?? true else { return false }
+        guard holdersByKey[key]?.remove(client) ?? true else { return false }
         holdersByKey[key] = nil
         return true
+    }
+}
+
+/// The clients holding one key. Nearly every key has one holder, kept without a set of its
+/// own (a set per key was a hundred bytes per target, for thousands of targets).
+private enum HolderSet {
+    case one(String)
+    case many(Set<String>)
+
+    func contains(_ client: String) -> Bool {
+        switch self {
+        case .one(let only): only == client
+        case .many(let clients): clients.contains(client)
+        }
+    }
+
+    mutating func insert(_ client: String) {
+        switch self {
+        case .one(let only) where only != client: self = .many([only, client])
+        case .one: break
+        case .many(var clients):
+            self = .one(client)  // drops the reference, so the set is not copied on insert
+            clients.insert(client)
+            self = .many(clients)
+        }
+    }
+
+    /// Removes `client`; `true` when nobody is left.
+    mutating func remove(_ client: String) -> Bool {
+        switch self {
+        case .one(let only): return only == client
+        case .many(var clients):
+            self = .one(client)
+            clients.remove(client)
+            if clients.count == 1 { self = .one(clients.first!) } else { self = .many(clients) }
+            return clients.isEmpty
+        }
+    }
+
+    var set: Set<String> {
+        switch self {
+        case .one(let only): [only]
+        case .many(let clients): clients
+        }
+    }
+
+    var list: [String] {
+        switch self {
+        case .one(let only): [only]
+        case .many(let clients): Array(clients)
+        }
     }
 }

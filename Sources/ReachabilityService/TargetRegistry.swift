@@ -62,7 +62,7 @@ final class TargetRegistry {
     /// object if needed; a new holder gets `InterfacesAdded` for it.
     func watch(_ input: TargetInput, client: String, user: UserID) throws(BusError) -> ObjectPath {
         let key = input.key
-        let wasHolder = holders.holders(of: key).contains(client)
+        let wasHolder = holders.isHolder(client, of: key)
         do {
             // Whether it is the first holder does not matter: the object may still exist (its
             // last holder left and it waits for its removal).
@@ -174,13 +174,13 @@ final class TargetRegistry {
     /// Whether callers of `user` may see the target at `key`.
     fileprivate func admits(_ user: UserID, to key: TargetKey) -> Bool { holders.isHeld(key, byUser: user) }
 
-    fileprivate func holderNames(of key: TargetKey) -> [String] { Array(holders.holders(of: key)) }
+    fileprivate func holderNames(of key: TargetKey) -> [String] { holders.holderList(of: key) }
 
-    fileprivate func isHolder(_ client: String, of key: TargetKey) -> Bool { holders.holders(of: key).contains(client) }
+    fileprivate func isHolder(_ client: String, of key: TargetKey) -> Bool { holders.isHolder(client, of: key) }
 
     /// The users holding `key`, each with its clients.
     func holdersByUser(of key: TargetKey) -> [UserID: [String]] {
-        Dictionary(grouping: holders.holders(of: key), by: { holders.user(of: $0) ?? 0 })
+        Dictionary(grouping: holders.holderList(of: key), by: { holders.user(of: $0) ?? 0 })
     }
 
     private func remove(_ key: TargetKey, announcingTo listeners: [String]) {
