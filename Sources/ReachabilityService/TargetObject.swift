@@ -16,9 +16,10 @@ final class TargetObject {
     private let requests: EvaluationRequests
     /// CLOCK_REALTIME µs of the last change of the flags; 0 before the first answer.
     private(set) var lastChanged: UInt64 = 0
-    /// Weak: the exported object holds this one (its interfaces are bound to it), and the
-    /// connection holds the exported object while it is on the bus.
-    weak var exported: ExportedObject?
+    /// The object on the bus. A cycle while it is there (the exported object holds this one:
+    /// its interfaces are bound to it), which the registry breaks when it removes the target;
+    /// a weak reference cost every target a side table of its own.
+    var exported: ExportedObject?
     /// `Refresh` calls waiting for a lookup that starts after they arrived.
     var waitingCalls: [MethodCall] = []
 

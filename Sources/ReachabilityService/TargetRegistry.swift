@@ -191,6 +191,7 @@ final class TargetRegistry {
         onRemoved?(object)
         object.cancel()
         connection.unexport(key.path, to: listeners)
+        object.exported = nil  // the cycle with its exported object ends here
     }
 }
 
