@@ -136,7 +136,9 @@ enum Output {
     struct Record {
         var fields: [(String, JSON)] = []
 
-        init(_ state: ReachabilityState, target: ReachabilityTarget, mode: ReachabilityMode, time: timespec?) {
+        /// `holders`: the connections holding the target (root's `list`), or `nil`.
+        init(_ state: ReachabilityState, target: ReachabilityTarget, mode: ReachabilityMode, time: timespec?,
+             holders: [ReachabilityHolder]? = nil) {
             let kind = switch target {
             case .internet: "internet"
             case .host: "host"
@@ -150,6 +152,9 @@ enum Output {
                 ("error", .string(state.error)),
                 ("flag_names", .strings(names)),
                 ("flags", state.flags.map { .number(Int64($0.rawValue)) } ?? .null),
+                ("holders", holders.map { list in
+                    .objects(list.map { [("client", .string($0.client)), ("uid", .number(Int64($0.user)))] })
+                }),
                 ("interface", .string(state.interface)),
                 ("interface_type", .string(state.interfaceType.rawValue)),
                 ("kind", .string(kind)),
@@ -179,9 +184,14 @@ enum Output {
         case number(Int64)
         case bool(Bool)
         case null
+        /// Objects of a few fields each, in the order given.
+        indirect case objects([[(String, JSON)]])
 
         var text: String {
             switch self {
+            case .objects(let objects):
+                "[" + objects.map { "{" + $0.map { Self.quote($0.0) + ":" + $0.1.text }.joined(separator: ",") + "}" }
+                    .joined(separator: ",") + "]"
             case .null: "null"
             case .string(let value): Self.quote(value)
             case .strings(let values): "[" + values.map(Self.quote).joined(separator: ",") + "]"

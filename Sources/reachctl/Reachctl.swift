@@ -256,25 +256,27 @@ struct List: AsyncParsableCommand {
             Output.line(getuid() == 0 ? "reachabilityd watches no target."
                         : "reachabilityd watches no target for this user (root sees every user's).")
         }
-        for snapshot in snapshots {
-            Output.state(snapshot.state, of: snapshot.target, mode: .daemon, json: options.json, time: nil)
-        }
-        // Root sees every user's targets, so it is told whose they are.
-        guard getuid() == 0, !snapshots.isEmpty else { return }
-        let holders: [ReachabilityHolder]
-        do {
-            holders = try await NetworkReachabilityManager.daemonHolders()
-        } catch {
-            throw TargetText.explained(error, hint: "list names the holders of the targets")
-        }
-        if options.json {
-            for holder in holders {
-                Output.line("{\"client\":\(Output.JSON.quote(holder.client)),\"object\":"
-                            + "\(Output.JSON.quote(holder.object)),\"target\":\(Output.JSON.quote(holder.targetName)),"
-                            + "\"uid\":\(holder.user)}")
+        // Root sees every user's targets, so it is told whose they are: in JSON, each target's
+        // record names its holders; in words, a list follows the targets.
+        var holders: [ReachabilityHolder] = []
+        if getuid() == 0, !snapshots.isEmpty {
+            do {
+                holders = try await NetworkReachabilityManager.daemonHolders()
+            } catch {
+                throw TargetText.explained(error, hint: "list names the holders of the targets")
             }
-            return
         }
+        let holdersOf = Dictionary(grouping: holders, by: \.targetName)
+        for snapshot in snapshots {
+            if options.json {
+                let mine = getuid() == 0 ? holdersOf[snapshot.target.description] ?? [] : nil
+                Output.line(Output.Record(snapshot.state, target: snapshot.target, mode: .daemon, time: nil,
+                                          holders: mine).json)
+            } else {
+                Output.state(snapshot.state, of: snapshot.target, mode: .daemon, json: false, time: nil)
+            }
+        }
+        guard !holders.isEmpty, !options.json else { return }
         Output.line("Holders:")
         for holder in holders {
             Output.line("  \(holder.targetName)  \(Doctor.userName(holder.user)), \(holder.client)")

@@ -226,7 +226,7 @@ def test_reachctl_list_says_when_nothing_is_watched(plain_lab):
 
 def test_root_list_names_each_targets_holders(plain_lab):
     """Root's `reachctl list` says who holds each target: its user and the connection's
-    unique name (Manager.ListHolders); --json lines carry the same. (Another user's call
+    unique name (Manager.ListHolders); in --json each target's line has its holders. (Another user's call
     is answered with that user's own connections only: test_install_files.py calls every
     member as nobody.)"""
     plain_lab.daemon(args=["--system", "--backend", "kernel"])
@@ -237,9 +237,9 @@ def test_root_list_names_each_targets_holders(plain_lab):
     listed = reachctl(None, "list", env=env)
     assert listed.returncode in (0, 1), listed
     assert f"Holders:\n  127.0.0.1  root (uid 0), {unique}\n" in listed.stdout, listed.stdout
+    # One line per target, as for every user, each naming its holders.
     records = json_lines(reachctl(None, "list", "--json", env=env).stdout)
-    assert {"client": unique, "object": f"{harness.ROOT_PATH}/address/_3127_2e0_2e0_2e1", "target": "127.0.0.1",
-            "uid": 0} in records, records
+    assert [(r["target"], r["holders"]) for r in records] == [("127.0.0.1", [{"client": unique, "uid": 0}])], records
     [rows] = client.call(harness.SERVICE, harness.ROOT_PATH, harness.MANAGER_IFACE, "ListHolders")
     assert rows == [(f"{harness.ROOT_PATH}/address/_3127_2e0_2e0_2e1", unique, 0)], rows
 
