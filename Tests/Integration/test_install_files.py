@@ -517,13 +517,15 @@ def test_policy_allows_exactly_the_listed_interfaces():
     """Every rule is scoped to the service's name (an unscoped
     send_interface rule would open that interface of every service on the
     machine), but one: the service's own users may send Peer.Ping to anyone
-    (read receipts); Properties.Set is root's alone (the log's level and target, LogControl1);
+    (read receipts), and its own user may ask the bus what it holds for a caller
+    (GetConnectionStats, the other witness of reading; root may already); Properties.Set is root's alone (the log's level and target, LogControl1);
     the Metrics interface is root's and the adm group's; and the interfaces opened to
     everybody are exactly those of the SPEC."""
     root = ET.parse(POLICY).getroot()
     owners = set()
     allowed = set()
     receipts = set()
+    witnesses = set()
     setters = set()
     readers = set()
     for policy in root.iter("policy"):
@@ -550,6 +552,11 @@ def test_policy_allows_exactly_the_listed_interfaces():
                 assert rule.tag == "allow" and policy.get("user") in {"root", SERVICE_USER}, attributes
                 receipts.add(policy.get("user"))
                 continue
+            if attributes == QUEUE_RULE:
+                # The bus's word on what a caller has not read: the service's own user only.
+                assert rule.tag == "allow" and policy.get("user") == SERVICE_USER, attributes
+                witnesses.add(policy.get("user"))
+                continue
             if rule.tag == "allow" and any(key.startswith("send_") for key in attributes):
                 assert attributes.get("send_destination") == SERVICE, f"unscoped rule {attributes}"
                 assert set(attributes) == {"send_destination", "send_interface"}, attributes
@@ -561,6 +568,7 @@ def test_policy_allows_exactly_the_listed_interfaces():
     assert owners == {"root", SERVICE_USER}
     assert allowed == ALLOWED_INTERFACES
     assert receipts == {"root", SERVICE_USER}
+    assert witnesses == {SERVICE_USER}
     assert setters == {("deny", "default"), ("allow", "root")}
     assert readers == {"root", "group adm"}
 
@@ -574,6 +582,10 @@ SET_RULE = {"send_destination": SERVICE, "send_interface": "org.freedesktop.DBus
 
 # What the service's users may send to any peer: Peer.Ping, as a read receipt (README, "Fair to every user").
 RECEIPT_RULE = {"send_type": "method_call", "send_interface": "org.freedesktop.DBus.Peer", "send_member": "Ping"}
+
+# What the service's own user may ask the bus driver: what it still holds for a caller (README, "Fair to every user").
+QUEUE_RULE = {"send_destination": "org.freedesktop.DBus", "send_interface": "org.freedesktop.DBus.Debug.Stats",
+              "send_member": "GetConnectionStats"}
 
 
 def test_unprivileged_user_cannot_own_the_name(bus):  # pylint: disable=redefined-outer-name
