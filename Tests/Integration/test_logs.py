@@ -225,7 +225,8 @@ def test_plain_text_on_a_terminal(plain_lab):
     try:
         daemon.wait_ready(describe)
         deadline = time.monotonic() + harness.CHANGE_TIMEOUT
-        while b"backend: kernel" not in seen and time.monotonic() < deadline:
+        # The name is taken once the backend has answered: "serving" comes after "backend".
+        while not (b"backend: kernel" in seen and b"serving " in seen) and time.monotonic() < deadline:
             ready, _, _ = select.select([master], [], [], max(0.0, deadline - time.monotonic()))
             if ready:
                 seen += os.read(master, 4096)

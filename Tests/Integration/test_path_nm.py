@@ -78,7 +78,7 @@ def path_online(nm_lab):
 def connected(online) -> dict:
     return {"Interfaces": [(NM_IFNAME, online.index(), "ethernet", False, True, True, [UPSTREAM_V4, UPSTREAM_V6])],
             "Flags": REACHABLE, "DnsConfigured": True, "Expensive": False, "Constrained": False,
-            "LinkQuality": "good"}
+            "LinkQuality": "good", "Reason": ""}
 
 
 def test_connected(path_online):
