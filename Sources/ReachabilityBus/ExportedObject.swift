@@ -130,7 +130,7 @@ public final class ExportedObject {
         self.interfaces = interfaces
         self.tree = tree
         self.audience = audience
-        announced = Self.fingerprint(interfaces.map { i in i.table.announcedIndices.map { i.value($0) } })
+        announced = Self.fingerprint(Self.values(of: interfaces) { $0.value($1) })
     }
 
     func interface(_ name: String) -> BoundInterface? { interfaces.first { $0.name == name } }
@@ -182,7 +182,7 @@ public final class ExportedObject {
     /// for those of them that have fallen behind, with what they were told before.
     private func publish(_ last: inout Fingerprint, to listeners: [String]?,
                          _ value: (BoundInterface, Int) -> DBusValue) {
-        let values = interfaces.map { i in i.table.announcedIndices.map { value(i, $0) } }
+        let values = Self.values(of: interfaces, value)
         let changes = self.changes(from: last, to: values)
         guard !changes.isEmpty else { return }
         let before = last
@@ -248,12 +248,29 @@ public final class ExportedObject {
         return user
     }
 
+    /// The announced values of `interfaces`, per interface, as `value` reads them.
+    private static func values(of interfaces: [BoundInterface], _ value: (BoundInterface, Int) -> DBusValue)
+        -> [[DBusValue]]
+    {
+        interfaces.map { i in i.table.announcedIndices.map { value(i, $0) } }
+    }
+
     /// The announced values `peer` would hear now: its user's view, or the shared values.
     private func current(for peer: String) -> [[DBusValue]] {
-        guard let user = ownView(of: peer) else {
-            return interfaces.map { i in i.table.announcedIndices.map { i.value($0) } }
+        guard let user = ownView(of: peer) else { return Self.values(of: interfaces) { $0.value($1) } }
+        return Self.values(of: interfaces) { $0.value($1, for: user) }
+    }
+
+    /// Of `listeners`, those of each user that sees a view of its own (`ViewedByUser`); the
+    /// others hear the shared values.
+    func ownViews(among listeners: [String]) -> [UserID: [String]] {
+        guard let audience, interfaces.contains(where: { $0.owner is ViewedByUser }) else { return [:] }
+        var result: [UserID: [String]] = [:]
+        for (user, names) in audience.listenersByUser where seesOwnView(user) {
+            let mine = names.filter(listeners.contains)
+            if !mine.isEmpty { result[user] = mine }
         }
-        return interfaces.map { i in i.table.announcedIndices.map { i.value($0, for: user) } }
+        return result
     }
 
     /// Brings `peer`, which was last told `told` of this object, up to date: one

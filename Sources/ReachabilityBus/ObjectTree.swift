@@ -100,10 +100,8 @@ public final class ObjectTree {
         guard current?.isEmpty != true else { return }
         // Each listener gets the properties its own user sees (`ViewedByUser`).
         var shared = current
-        if let current, let byUser = object.audience?.listenersByUser {
-            for (user, names) in byUser {
-                let mine = names.filter(current.contains)
-                guard !mine.isEmpty else { continue }
+        if let current {
+            for (user, mine) in object.ownViews(among: current) {
                 shared?.removeAll { mine.contains($0) }
                 emit(manager, StandardInterface.objectManager.name, "InterfacesAdded",
                      [.objectPath(path), object.interfacesAndProperties(for: user)], mine)
