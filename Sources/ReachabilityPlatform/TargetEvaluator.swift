@@ -205,14 +205,7 @@ public final class TargetEvaluator {
         let evaluated = MonotonicClock.microseconds()
         var changed: [WatchedTarget] = []
         for (target, state) in zip(targets, states) {
-            // The holders' own answers first: an announcement tells each listener its own.
-            let viewsChanged = refreshViews(of: target)
-            if apply(state, to: target) {
-                changed.append(target)
-            } else if viewsChanged {
-                sink?.targetChanged(target, from: target.state)
-                changed.append(target)
-            }
+            if apply(state, to: target) { changed.append(target) }
         }
         let announced = MonotonicClock.microseconds()
         Instruments.evaluation.recordMicroseconds(evaluated - start)
@@ -238,10 +231,16 @@ public final class TargetEvaluator {
         networkChanged()
     }
 
-    /// Gives `target` a new state; tells the sink, and returns true, when it changed.
+    /// Gives `target` a new state, and its holders whose uid the rules route otherwise their
+    /// own answers (`refreshViews`); tells the sink, and returns true, when either changed.
     @discardableResult
     public func apply(_ state: TargetState, to target: WatchedTarget) -> Bool {
-        guard let old = target.update(state) else { return false }
+        // The holders' own answers first: an announcement tells each listener its own.
+        let viewsChanged = refreshViews(of: target)
+        guard let old = target.update(state) else {
+            if viewsChanged { sink?.targetChanged(target, from: target.state) }
+            return viewsChanged
+        }
         sink?.targetChanged(target, from: old)
         return true
     }
@@ -591,10 +590,7 @@ public final class TargetEvaluator {
         target.lookup = resolver.lookup(target.name, owner: target.owner) { [unowned self, unowned target] result in
             target.lookup = nil
             target.resolution = Self.resolution(result)
-            let viewsChanged = self.refreshViews(of: target)
-            if !self.apply(self.state(of: target), to: target) && viewsChanged {
-                self.sink?.targetChanged(target, from: target.state)
-            }
+            self.apply(self.state(of: target), to: target)
             if target.lookupAgain {
                 // Whoever waits for a fresh answer waits for the next lookup.
                 target.lookupAgain = false

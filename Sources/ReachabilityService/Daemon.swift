@@ -167,10 +167,7 @@ public final class Daemon {
         let evaluator = requests.evaluator
         // Evaluated before it is exported: its first announcement is its real state (Status -1
         // only while a host's first lookup is in flight or nothing is known yet).
-        registry.onCreated = { object in
-            evaluator.refreshViews(of: object.target)
-            evaluator.apply(evaluator.state(of: object.target), to: object.target)
-        }
+        registry.onCreated = { object in evaluator.apply(evaluator.state(of: object.target), to: object.target) }
         registry.onHeld = { [unowned self] object in
             // A holder whose uid the rules route otherwise: its own answer, told at once.
             if evaluator.refreshViews(of: object.target) { self.targetChanged(object.target, from: object.target.state) }

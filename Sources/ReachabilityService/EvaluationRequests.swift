@@ -33,10 +33,7 @@ final class EvaluationRequests {
         if now - lastReload >= Self.refreshJoinWindow {
             lastReload = now
             evaluator.reload(everything: true)
-            let viewsChanged = evaluator.refreshViews(of: object.target)
-            if !evaluator.apply(evaluator.state(of: object.target), to: object.target) && viewsChanged {
-                object.announce(from: object.target.state)
-            }
+            evaluator.apply(evaluator.state(of: object.target), to: object.target)
             evaluator.reloaded()
         }
         let target = object.target
