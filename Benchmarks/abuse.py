@@ -10,7 +10,8 @@ answers ``never.test``), at the sizes of the issue. Each attack gets a fresh lab
 attacker is ``nobody``; the victim, another user, calls Peer.Ping and Get(Status) one at a time
 with a 1 s timeout all along. Prints one row an attack: the victim's p50/p99/max and failed
 calls, when it first stalled, the daemon's RSS (idle, peak, after) and CPU seconds, and what the
-attacker got. Exits 1 when any goal is missed: a victim call failed, p99 over 100 ms, RSS over
+attacker got. Exits 1 when any goal is missed: a victim call failed, p99 over 100 ms (20 ms during
+a Refresh storm, where the bus driver's own answers are measured beside it), RSS over
 idle + 32 MiB or not back within 4 MiB, the bookkeeping over 200 ms of CPU each way, a reading
 client's call left unanswered.
 """
@@ -26,10 +27,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Tests" / "Integrat
 import harness  # noqa: E402
 import tenants  # noqa: E402
 from harness import MANAGER_IFACE, ROOT_PATH  # noqa: E402
-from tenants import (FAST_ZONE, NEVER_ZONE, NOBODY, VICTIM, Attack, Tenant, describe_flood, flood,  # noqa: E402
-                     flood_result, nonreader)
+from tenants import (FAST_ZONE, NEVER_ZONE, NOBODY, VICTIM, Attack, Probe, Tenant, describe_flood,  # noqa: E402
+                     flood, flood_result, latency_summary, nonreader)
 
 SECONDS = 20.0
+# Another user's Refresh storm: the victim's p99 (the other attacks: tenants.P99_GOAL_MS).
+REFRESH_STORM_P99_GOAL_MS = 20.0
 
 
 def hold(lab, targets):
@@ -164,11 +167,18 @@ def refresh_storm(lab):
         if target == "host":
             path = owner.manager("WatchHost", "s", ("storm." + FAST_ZONE,))[0]
         with Attack(lab, f"Refresh storm on the {target} target, 16 x 120 in flight") as attack:
+            # The floor: what the bus driver itself makes the victim wait meanwhile (a call to the
+            # service crosses the bus twice).
+            bus = Probe(lab, name=f"bus-probe-{target}", bus=True)
             start = time.monotonic()
             storm = flood(lab, NOBODY, f"storm-{target}", "refresh", connections=16, calls=0, window=120,
                           seconds=SECONDS, path=path, hold=False, timeout=30)
             result = flood_result(storm, SECONDS + 120)
             attack.attacker_gone()
+            floor = latency_summary(bus.stop())
+        attack.p99_goal = REFRESH_STORM_P99_GOAL_MS
+        attack.notes.append(f"the bus driver's own answers meanwhile: p50 {floor['p50']:.1f} ms, "
+                            f"p99 {floor['p99']:.1f} ms, max {floor['max']:.1f} ms")
         owner.stop()
         lookups = lab.dns.count("fast", since=start, name_contains="storm.")
         attack.notes.append(f"attacker: {describe_flood(result)}; DNS queries for the host: {lookups}")
@@ -228,7 +238,8 @@ def main():
             for attack in SCENARIOS[name](lab):
                 rows.append(attack.row())
                 notes.append((attack.name, attack.notes))
-                problems = attack.problems() + getattr(attack, "missed", [])
+                goal = getattr(attack, "p99_goal", tenants.P99_GOAL_MS)
+                problems = attack.problems(goal) + getattr(attack, "missed", [])
                 if problems:
                     missed.append((attack.name, problems))
                 print(attack.summary(), flush=True)

@@ -6,7 +6,7 @@ import ReachabilityLoop
 public struct CallerLimits: Sendable, Equatable {
     /// Calls waiting to be served: per user and in all, by count and by bytes.
     public var queue = FairQueue<MethodCall>.Limits(
-        perUserItems: 256, perUserCost: 512 * 1024, totalItems: 8192, totalCost: 8 * 1024 * 1024)
+        perUserItems: 4096, perUserCost: 4 * 1024 * 1024, totalItems: 8192, totalCost: 8 * 1024 * 1024)
     /// Bytes sent to a peer after which a read receipt is asked for.
     public var receiptAfter = 64 * 1024
     /// Bytes a user's peers may leave unread before its calls wait.
@@ -130,7 +130,7 @@ extension BusConnection {
         call.user = user
         if callers.ledger.isStalled(call.sender) { return callers.drop(call) }
         // The common case: nothing waits, so nothing is queued.
-        if callers.queue.isEmpty && !callers.ledger.isBlocked(user) {
+        if callers.queue.isEmpty && !callers.ledger.isBlocked(user) && !isFlooded {
             return Dispatcher.dispatch(call, in: tree)
         }
         do {
@@ -148,7 +148,7 @@ extension BusConnection {
     func shouldDropUnread(from sender: String) -> Bool { callers.ledger.isStalled(sender) }
 
     func scheduleServing() {
-        guard callers.serveIdle == nil, !callers.queue.isEmpty else { return }
+        guard callers.serveIdle == nil, outputWatch == nil, !callers.queue.isEmpty else { return }
         callers.serveIdle = Sources.idle { [unowned self] in
             self.callers.serveIdle = nil
             self.serveQueued()
@@ -159,6 +159,7 @@ extension BusConnection {
     /// peers have read what they were sent.
     private func serveQueued() {
         for _ in 0..<64 {
+            if isWritingBehind && waitForOutput() { return }
             let ledger = callers.ledger
             guard let (_, call) = callers.queue.next(where: { !ledger.isBlocked($0) }) else {
                 // A queue that has drained after a flood held memory worth giving back.

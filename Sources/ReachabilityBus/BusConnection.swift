@@ -17,7 +17,9 @@ public final class BusConnection {
 
     /// The objects this connection exports.
     let tree = ObjectTree(machineID: BusConnection.machineID)
-    private var dispatchIdle: SourceHandle?
+    var dispatchIdle: SourceHandle?
+    /// Set while queued calls wait for the outgoing queue to drain (`BusConnection+Flow`).
+    var outputWatch: SourceHandle?
     /// Marshalled reply bodies, reused while the values are the same.
     let replies = ReplyCache()
     /// Signal handlers by subscription number, called in subscription order.
@@ -113,8 +115,10 @@ public final class BusConnection {
         var error = DBusError()
         dbus_error_init(&error)
         defer { dbus_error_free(&error) }
-        // Callers are followed before anyone can call us by this name.
+        // Callers are followed before anyone can call us by this name, and its answers leave
+        // through a short line (`BusConnection+Flow`).
         trackDepartures()
+        limitSendBuffer()
         var flags = UInt32(DBUS_NAME_FLAG_DO_NOT_QUEUE) | UInt32(DBUS_NAME_FLAG_ALLOW_REPLACEMENT)
         if replace { flags |= UInt32(DBUS_NAME_FLAG_REPLACE_EXISTING) }
         let result = dbus_bus_request_name(raw, name, flags, &error)
@@ -222,16 +226,11 @@ public final class BusConnection {
         scheduleDispatch()
     }
 
-    private func scheduleDispatch() {
+    func scheduleDispatch() {
         guard dispatchIdle == nil else { return }
         dispatchIdle = Sources.idle { [unowned self] in
             self.dispatchIdle = nil
-            // A bounded batch per loop iteration, so a flood on the bus cannot starve
-            // NetworkManager, netlink or the timers.
-            for _ in 0..<64 {
-                if dbus_connection_dispatch(self.raw) != DBUS_DISPATCH_DATA_REMAINS { return }
-            }
-            self.scheduleDispatch()
+            self.dispatchTurn()
         }
     }
 

@@ -191,8 +191,20 @@ public enum Sources {
     /// Calls `body` when `fd` is readable (or hung up), until it returns false or the
     /// handle is dropped.
     public static func readable(fd: Int32, _ body: @escaping @LoopActor () -> Bool) -> SourceHandle {
+        watch(fd: fd, for: G_IO_IN, body)
+    }
+
+    /// Calls `body` when `fd` can be written to (or hung up), until it returns false or the
+    /// handle is dropped.
+    public static func writable(fd: Int32, _ body: @escaping @LoopActor () -> Bool) -> SourceHandle {
+        watch(fd: fd, for: G_IO_OUT, body)
+    }
+
+    private static func watch(fd: Int32, for wanted: GIOCondition, _ body: @escaping @LoopActor () -> Bool)
+        -> SourceHandle
+    {
         let (handle, callback) = repeating(body)
-        let condition = GIOCondition(rawValue: G_IO_IN.rawValue | G_IO_HUP.rawValue | G_IO_ERR.rawValue)
+        let condition = GIOCondition(rawValue: wanted.rawValue | G_IO_HUP.rawValue | G_IO_ERR.rawValue)
         let id = LoopContext.addFD(fd, condition, { _, _, pointer in
             Callback.sourceFunc(pointer)
         }, callback.retainedPointer, Callback.release)
