@@ -247,8 +247,9 @@ extension Daemon: EvaluationSink {
     }
 
     public func holdingUsers(of target: WatchedTarget) -> [UserID] {
-        guard target !== internet.target else { return [] }
-        return Array(registry.holdersByUser(of: target.input.key).keys)
+        // The root's internet is everybody's, held by nobody.
+        guard let input = target.input else { return [] }
+        return Array(registry.holdersByUser(of: input.key).keys)
     }
 
     public func pathChanged(_ state: PathState) {

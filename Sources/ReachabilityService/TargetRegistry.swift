@@ -39,7 +39,8 @@ final class TargetRegistry {
         holders = HolderRegistry(perClientLimit: perClientLimit, perUserLimit: perUserLimit, globalLimit: globalLimit)
     }
 
-    /// The number of host targets (kept, not counted: it is asked on every change).
+    /// The number of targets whose names are looked up (`WatchedTarget.host`): kept, not
+    /// counted, as it is asked on every change.
     private(set) var hostCount = 0
     /// Targets whose last holder left, to be removed a batch at a time.
     private var orphans = Ring<TargetKey>()
@@ -79,13 +80,12 @@ final class TargetRegistry {
             // One path string for the registry, the tree and the object (each made anew
             // would be three of some 80 bytes per target).
             let path = key.path
-            let target = WatchedTarget(input)
-            target.owner = user
+            let target = WatchedTarget(input, owner: user)
             let object = TargetObject(target, requests: requests)
             objects[key] = object
             keysByPath[path] = key
             objectsByTarget[ObjectIdentifier(object.target)] = object
-            if key.kind == .host { hostCount += 1 }
+            if target.host != nil { hostCount += 1 }
             onCreated?(object)
             object.exported = connection.export(object, at: path, interfaces: [TargetObject.interface],
                                                 audience: Holders(registry: self, key: key))
@@ -187,7 +187,7 @@ final class TargetRegistry {
         guard let object = objects.removeValue(forKey: key) else { return }
         keysByPath[key.path] = nil
         objectsByTarget[ObjectIdentifier(object.target)] = nil
-        if key.kind == .host { hostCount -= 1 }
+        if object.target.host != nil { hostCount -= 1 }
         onRemoved?(object)
         object.cancel()
         connection.unexport(key.path, to: listeners)
