@@ -15,7 +15,7 @@ import ReachabilityLoop
 final class TargetRegistry {
     /// Unowned: the daemon owns the connection, and the connection (through the root
     /// object's Manager interface) owns this registry.
-    private unowned let connection: BusConnection
+    private unowned let connection: any ObjectExporter
     private var holders: HolderRegistry<TargetKey>
     private(set) var objects: [TargetKey: TargetObject] = [:]
     private var keysByPath: [ObjectPath: TargetKey] = [:]
@@ -32,7 +32,7 @@ final class TargetRegistry {
     /// an answer of its own).
     var onHeld: ((TargetObject) -> Void)?
 
-    init(connection: BusConnection, requests: EvaluationRequests, perClientLimit: Int, perUserLimit: Int,
+    init(connection: any ObjectExporter, requests: EvaluationRequests, perClientLimit: Int, perUserLimit: Int,
          globalLimit: Int) {
         self.connection = connection
         self.requests = requests
@@ -87,7 +87,7 @@ final class TargetRegistry {
             objectsByTarget[ObjectIdentifier(object.target)] = object
             if target.host != nil { hostCount += 1 }
             onCreated?(object)
-            object.exported = connection.export(object, at: path, interfaces: [TargetObject.interface],
+            object.exported = connection.export(at: path, interfaces: [TargetObject.interface.bound(to: object)],
                                                 audience: Holders(registry: self, key: key))
             peak = max(peak, objects.count)
             onAdded?(object)
