@@ -20,8 +20,9 @@ public final class WatchedTarget {
         /// A host name, and its lookups.
         case host(WatchedHost)
         case address(IPAddress)
-        /// A local and/or a remote address of one family (`WatchAddressPair`).
-        case pair(local: IPAddress?, remote: IPAddress?)
+        /// A local and/or a remote address of one family (`WatchAddressPair`). Boxed: two
+        /// addresses inline would double every target's size for the rarest kind.
+        indirect case pair(local: IPAddress?, remote: IPAddress?)
     }
 
     public let spec: Spec
