@@ -1,73 +1,106 @@
 import ReachabilityCore
 import ReachabilityLoop
 
-/// One target being evaluated — the internet, a host or an address — by a
-/// `TargetEvaluator`, which alone changes its state and its lookup, and tells its
-/// `EvaluationSink` what changed.
+/// One target being evaluated — the internet, a host, an address or an address
+/// pair — by a `TargetEvaluator`, which alone changes its state and its lookups,
+/// and tells its `EvaluationSink` what changed.
+///
+/// What it is lives in one value, `spec`, with the data and the state of its kind;
+/// everything that differs per kind (its `Kind`, name, input, whether it is looked
+/// up, how it is evaluated) is an exhaustive `switch` over it, so a new kind is a
+/// compile error wherever it needs a rule of its own.
 @LoopActor
 public final class WatchedTarget {
-    /// How far the resolution of a host target has come.
-    public enum Resolution: Equatable, Sendable {
-        case pending
-        /// The resolver's addresses, parsed once, in resolver order.
-        case resolved([IPAddress])
-        case failed(String)
+    /// What is watched, with what only its kind has.
+    public enum Spec {
+        /// The internet: the root object's (`nil`), or the unspecified address a caller
+        /// watched (Apple's `reachabilityForInternetConnection` creates its target with
+        /// 0.0.0.0), which it keeps as its input.
+        case internet(IPAddress?)
+        /// A host name, and its lookups.
+        case host(WatchedHost)
+        case address(IPAddress)
+        /// A local and/or a remote address of one family (`WatchAddressPair`). Boxed: two
+        /// addresses inline would double every target's size for the rarest kind.
+        indirect case pair(local: IPAddress?, remote: IPAddress?)
     }
 
-    public let kind: TargetKind
-    /// The normalised host name or address literal; `""` for the internet.
-    public let name: String
-    /// The literal of an address target.
-    public let address: IPAddress?
+    public let spec: Spec
     public private(set) var state: TargetState = .unknown
     /// The answers of the callers the uid rules route otherwise than the evaluating
     /// process, per answer class (`TargetEvaluator.answerClass(of:)`); empty without
     /// uid rules. `state` is everybody else's.
     public internal(set) var views: [AnswerClass: TargetState] = [:]
 
-    // Host targets only.
-    public internal(set) var resolution: Resolution = .pending
-    /// The user its lookups are charged to (the first holder's).
-    public var owner: UserID = 0
-    var lookup: Resolver.Lookup?
-    /// A network change arrived while a lookup was in flight: look up again when it ends.
-    var lookupAgain = false
-
-    /// The local address of a pair target.
-    public let local: IPAddress?
-
-    public init(kind: TargetKind, name: String, address: IPAddress? = nil, local: IPAddress? = nil) {
-        self.kind = kind
-        self.name = name
-        self.address = address
-        self.local = local
+    private init(_ spec: Spec) {
+        self.spec = spec
     }
 
     /// The internet target.
-    public convenience init() { self.init(kind: .internet, name: "") }
+    public convenience init() { self.init(.internet(nil)) }
 
-    /// A host, address or address-pair target (a pair's remote address is its `address`).
-    public convenience init(_ input: TargetInput) {
+    /// The target of what a caller asked for; a host's lookups are charged to `owner`.
+    public convenience init(_ input: TargetInput, owner: UserID = 0) {
         switch input {
         // The unspecified address is Apple's internet target (`reachabilityForInternetConnection`
         // creates it with 0.0.0.0): watched, it is the internet, held like any target.
         case .address(let address) where AddressText.isUnspecified(address.description):
-            self.init(kind: .internet, name: input.name, address: address)
-        case .address(let address): self.init(kind: .address, name: input.name, address: address)
-        case .host: self.init(kind: .host, name: input.name)
-        case .pair(let local, let remote): self.init(kind: .pair, name: input.name, address: remote, local: local)
+            self.init(.internet(address))
+        case .address(let address): self.init(.address(address))
+        case .host(let name): self.init(.host(WatchedHost(name: name, owner: owner)))
+        case .pair(let local, let remote): self.init(.pair(local: local, remote: remote))
         }
     }
 
-    /// What was asked for: the target's input (the internet has none; a host's is its name).
-    public var input: TargetInput {
-        switch kind {
-        case .pair: .pair(local: local, remote: address)
-        case .address: .address(address!)
-        case .internet: address.map { .address($0) } ?? .host(name)
-        case .host: .host(name)
+    /// The exported `Kind`.
+    public var kind: TargetKind {
+        switch spec {
+        case .internet: .internet
+        case .host: .host
+        case .address: .address
+        case .pair: .pair
         }
     }
+
+    /// The exported `Name`: the normalised host name, the address literal, a pair's two
+    /// literals joined by a comma (`TargetInput.name`); `""` for the root's internet.
+    public var name: String {
+        switch spec {
+        case .internet(let asked): asked?.description ?? ""
+        case .host(let host): host.name
+        case .address(let address): address.description
+        case .pair(let local, let remote): TargetInput.pair(local: local, remote: remote).name
+        }
+    }
+
+    /// What was asked for (what the target is held by); `nil` for the root's internet.
+    public var input: TargetInput? {
+        switch spec {
+        case .internet(let asked): asked.map { .address($0) }
+        case .host(let host): .host(host.name)
+        case .address(let address): .address(address)
+        case .pair(let local, let remote): .pair(local: local, remote: remote)
+        }
+    }
+
+    /// How the log names it: "internet" for either internet target.
+    public var logName: String {
+        switch spec {
+        case .internet: "internet"
+        case .host, .address, .pair: name
+        }
+    }
+
+    /// The name lookups of a target that is looked up (a host); `nil` for the others.
+    public var host: WatchedHost? {
+        switch spec {
+        case .host(let host): host
+        case .internet, .address, .pair: nil
+        }
+    }
+
+    /// Whether the state is a real answer: not waiting for a host's first lookup.
+    public var isSettled: Bool { host.map { $0.resolution != .pending } ?? true }
 
     /// Takes a new evaluation; returns the old state when it differs, `nil` when not.
     func update(_ new: TargetState) -> TargetState? {
@@ -77,11 +110,50 @@ public final class WatchedTarget {
     }
 
     /// Stops any work for this target (it is going away).
-    public func cancel() {
+    public func cancel() { host?.cancel() }
+}
+
+/// A host target's own part: its name, the last answer of its lookups, the lookup in flight.
+@LoopActor
+public final class WatchedHost {
+    /// How far the resolution has come.
+    public enum Resolution: Equatable, Sendable {
+        case pending
+        /// The resolver's addresses, in resolver order.
+        case resolved([IPAddress])
+        case failed(String)
+
+        /// A lookup's answer.
+        init(_ result: Result<[IPAddress], ResolveError>) {
+            switch result {
+            case .success(let addresses): self = .resolved(addresses)
+            case .failure(let error): self = .failed(error.message)
+            }
+        }
+    }
+
+    /// The normalised ASCII name.
+    public let name: String
+    public internal(set) var resolution: Resolution = .pending
+    /// The user its lookups are charged to (the first holder's).
+    public let owner: UserID
+    var lookup: (any NameLookup)?
+    /// A network change arrived while a lookup was in flight: look up again when it ends.
+    var lookupAgain = false
+
+    init(name: String, owner: UserID) {
+        self.name = name
+        self.owner = owner
+    }
+
+    /// The addresses its state is evaluated from (none while pending or failed).
+    var addresses: [IPAddress] {
+        if case .resolved(let addresses) = resolution { return addresses }
+        return []
+    }
+
+    func cancel() {
         lookup?.cancel()
         lookup = nil
     }
-
-    /// Whether the state is a real answer: not waiting for a host's first lookup.
-    public var isSettled: Bool { kind != .host || resolution != .pending }
 }

@@ -55,7 +55,7 @@ final class InProcessBackend: FeedBackend {
     }
 
     private func hostTargetsChanged() {
-        evaluator.hostTargetsChanged(count: targets.values.lazy.filter { $0.kind == .host }.count)
+        evaluator.hostTargetsChanged(count: targets.values.lazy.filter { $0.host != nil }.count)
     }
 
     /// The evaluator evaluates the paths only while this feed exists; once it has

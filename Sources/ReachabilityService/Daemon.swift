@@ -43,6 +43,8 @@ public final class Daemon {
     private let paths: PathRegistry
     private let requests: EvaluationRequests
     private let internet: TargetObject
+    /// The targets wired to the evaluator (its sink).
+    private let wiring: TargetWiring
     private let logControl = LogControlObject()
     private let metrics: MetricsObject
     private var signalSources: [SourceHandle] = []
@@ -84,6 +86,7 @@ public final class Daemon {
         paths = PathRegistry(connection: connection, evaluator: requests.evaluator)
         manager = ManagerObject(registry: registry, paths: paths, requests: requests)
         metrics = MetricsObject(render: options.metricsText)
+        wiring = TargetWiring(internet: internet, registry: registry, evaluator: requests.evaluator, metrics: metrics)
         // Objects first, so that whoever sees the name appear finds them.
         let root = connection.export(at: Names.rootPath, interfaces: [
             ManagerObject.interface.bound(to: manager),
@@ -165,23 +168,6 @@ public final class Daemon {
             self.metrics.releaseAll(client: name)
         }
         let evaluator = requests.evaluator
-        // Evaluated before it is exported: its first announcement is its real state (Status -1
-        // only while a host's first lookup is in flight or nothing is known yet).
-        registry.onCreated = { object in evaluator.apply(evaluator.state(of: object.target), to: object.target) }
-        registry.onHeld = { [unowned self] object in
-            // A holder whose uid the rules route otherwise: its own answer, told at once.
-            if evaluator.refreshViews(of: object.target) { self.targetChanged(object.target, from: object.target.state) }
-        }
-        registry.onAdded = { [unowned self] object in
-            evaluator.resolve(object.target)
-            evaluator.hostTargetsChanged(count: self.registry.hostCount)
-            self.metrics.targetAdded(object.target)
-        }
-        registry.onRemoved = { [unowned self] object in
-            evaluator.forgetRoutes(of: object.target)
-            evaluator.hostTargetsChanged(count: self.registry.hostCount)
-            self.metrics.targetRemoved(object.target)
-        }
         metrics.targetAdded(internet.target)
         metrics.counts = { [unowned self] in
             // Counted by kind when the metrics are read (an address pair is no address).
@@ -190,7 +176,8 @@ public final class Daemon {
             let clients = Set(self.registry.clients).union(self.paths.clients).count
             return (targets, clients)
         }
-        evaluator.sink = self
+        wiring.daemon = self
+        evaluator.sink = wiring
         do {
             try evaluator.start(mode: backendMode)
         } catch {
@@ -206,24 +193,10 @@ public final class Daemon {
     }
 }
 
-/// The daemon is where evaluation results go: each target's object announces its
-/// changes, the Manager shows the backend, the path object takes the new paths.
-extension Daemon: EvaluationSink {
-    public var evaluatedTargets: [WatchedTarget] { [internet.target] + registry.objects.values.map(\.target) }
-
-    public func targetChanged(_ target: WatchedTarget, from old: TargetState) {
-        object(for: target)?.announce(from: old)
-        // One notice per change of the internet's answer as a person reads it.
-        if target === internet.target, target.state.summary != old.summary, target.state.flags != nil {
-            let state = target.state
-            Log.notice("internet: \(state.summary)", .internetChanged,
-                       ["REACH_REASON": state.reason?.rawValue ?? "", "REACH_INTERFACE": state.interface])
-        }
-        metrics.targetChanged(target)
-    }
-
-    public func lookupSettled(_ target: WatchedTarget) { object(for: target)?.answerWaitingCalls() }
-
+/// What evaluations tell the daemon beyond the targets (`TargetWiring` tells the targets):
+/// the Manager shows the backend, the path object takes the new paths, the first
+/// evaluation takes the name.
+extension Daemon: EvaluationEvents {
     /// The first evaluation from every source's first answer is the one to be ready with.
     public func evaluationFinished() {
         if !isServing && requests.evaluator.isSettled { serve(waitedTooLong: false) }
@@ -246,20 +219,11 @@ extension Daemon: EvaluationSink {
         manager.backend = facts.backend
     }
 
-    public func holdingUsers(of target: WatchedTarget) -> [UserID] {
-        guard target !== internet.target else { return [] }
-        return Array(registry.holdersByUser(of: target.input.key).keys)
-    }
-
     public func pathChanged(_ state: PathState) {
         if state.summary != (paths.object?.state ?? .none).summary {
             Log.notice("path: \(state.summary)", .pathChanged, ["REACH_REASON": state.reason?.rawValue ?? ""])
         }
         paths.object?.update(state)
         metrics.pathChanged(state)
-    }
-
-    private func object(for target: WatchedTarget) -> TargetObject? {
-        target === internet.target ? internet : registry.object(for: target)
     }
 }

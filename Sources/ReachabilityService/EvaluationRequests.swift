@@ -11,7 +11,7 @@ final class EvaluationRequests {
     /// Unwatched-host `Query` lookups in flight, per user and in all.
     private var queries = Quota(perUser: 64, total: 1024)
     /// The lookups in flight of each caller's `Query` calls, cancelled when it leaves.
-    private var queriesByClient: [String: [ObjectIdentifier: (lookup: Resolver.Lookup, user: UserID)]] = [:]
+    private var queriesByClient: [String: [ObjectIdentifier: (lookup: any NameLookup, user: UserID)]] = [:]
     /// Lookups of names a caller chose (`Query` of an unwatched host, `Refresh` of a host), per user:
     /// a burst of 64, then 16 a second.
     private var lookupsOnRequest = RateLimiter(burst: 64, perSecond: 16)
@@ -20,8 +20,9 @@ final class EvaluationRequests {
     /// A `Refresh` within this long of the last one uses the facts that one read.
     static let refreshJoinWindow: Int64 = 100_000
 
-    init(refreshInterval: UInt32) {
-        evaluator = TargetEvaluator(refreshInterval: refreshInterval)
+    /// `resolver` looks host names up (GLib's, unless a test brings its own).
+    init(refreshInterval: UInt32, resolver: any NameResolver = GLibResolver()) {
+        evaluator = TargetEvaluator(refreshInterval: refreshInterval, resolver: resolver)
     }
 
     /// `Refresh`: re-read everything (at most once per `refreshJoinWindow`: the events keep the
@@ -37,7 +38,8 @@ final class EvaluationRequests {
             evaluator.reloaded()
         }
         let target = object.target
-        guard target.kind == .host else { return object.refreshReply }
+        // Only a looked-up name has a fresher answer to wait for.
+        guard target.host != nil else { return object.refreshReply }
         if !object.waitingCalls.isEmpty {
             object.waitingCalls.append(call)
             return nil

@@ -237,5 +237,13 @@ final class TargetInstruments {
 }
 
 extension TargetKind {
-    var metricLabel: String { rawValue }
+    /// The `kind` label of the target metrics.
+    var metricLabel: String {
+        switch self {
+        case .internet: "internet"
+        case .host: "host"
+        case .address: "address"
+        case .pair: "pair"
+        }
+    }
 }

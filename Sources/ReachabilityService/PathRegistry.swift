@@ -12,13 +12,13 @@ import ReachabilityLoop
 final class PathRegistry {
     /// Unowned: the daemon owns the connection, and the connection (through the root
     /// object's Manager interface) owns this registry.
-    private unowned let connection: BusConnection
+    private unowned let connection: any ObjectExporter
     private let evaluator: TargetEvaluator
     /// One key, the path object's path: a client holds it or not.
     private var holders = HolderRegistry<ObjectPath>(perClientLimit: 1, globalLimit: 1)
     private(set) var object: PathObject?
 
-    init(connection: BusConnection, evaluator: TargetEvaluator) {
+    init(connection: any ObjectExporter, evaluator: TargetEvaluator) {
         self.connection = connection
         self.evaluator = evaluator
     }
@@ -34,7 +34,8 @@ final class PathRegistry {
             evaluator.isPathWanted = true
             let object = PathObject(state: evaluator.pathState)
             self.object = object
-            object.exported = connection.export(object, at: Names.pathPath, interfaces: [PathObject.interface])
+            object.exported = connection.export(at: Names.pathPath, interfaces: [PathObject.interface.bound(to: object)],
+                                                audience: nil)
         }
         return Names.pathPath
     }
@@ -59,6 +60,6 @@ final class PathRegistry {
         guard object != nil else { return }
         object = nil
         evaluator.isPathWanted = false
-        connection.unexport(Names.pathPath)
+        connection.unexport(Names.pathPath, to: nil)
     }
 }

@@ -3,11 +3,11 @@ import ReachabilityCore
 import ReachabilityLoop
 import ReachabilityPlatform
 
-/// One target — the internet (root object), a host or an address — exported
-/// with the `…Reachability1.Target` interface. The evaluator updates its
-/// `target`; the daemon (the evaluation's sink) tells it to announce what
-/// changed: `PropertiesChanged` first, then `StatusChanged` when the flags (or
-/// the unknown state) changed.
+/// One target — the internet (root object), a host, an address or an address
+/// pair — exported with the `…Reachability1.Target` interface. The evaluator
+/// updates its `target`; the daemon's `TargetWiring` (the evaluation's sink)
+/// tells it to announce what changed: `PropertiesChanged` first, then
+/// `StatusChanged` when the flags (or the unknown state) changed.
 @LoopActor
 final class TargetObject {
     /// What the evaluator evaluates.

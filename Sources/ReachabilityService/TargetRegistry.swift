@@ -15,7 +15,7 @@ import ReachabilityLoop
 final class TargetRegistry {
     /// Unowned: the daemon owns the connection, and the connection (through the root
     /// object's Manager interface) owns this registry.
-    private unowned let connection: BusConnection
+    private unowned let connection: any ObjectExporter
     private var holders: HolderRegistry<TargetKey>
     private(set) var objects: [TargetKey: TargetObject] = [:]
     private var keysByPath: [ObjectPath: TargetKey] = [:]
@@ -32,14 +32,15 @@ final class TargetRegistry {
     /// an answer of its own).
     var onHeld: ((TargetObject) -> Void)?
 
-    init(connection: BusConnection, requests: EvaluationRequests, perClientLimit: Int, perUserLimit: Int,
+    init(connection: any ObjectExporter, requests: EvaluationRequests, perClientLimit: Int, perUserLimit: Int,
          globalLimit: Int) {
         self.connection = connection
         self.requests = requests
         holders = HolderRegistry(perClientLimit: perClientLimit, perUserLimit: perUserLimit, globalLimit: globalLimit)
     }
 
-    /// The number of host targets (kept, not counted: it is asked on every change).
+    /// The number of targets whose names are looked up (`WatchedTarget.host`): kept, not
+    /// counted, as it is asked on every change.
     private(set) var hostCount = 0
     /// Targets whose last holder left, to be removed a batch at a time.
     private var orphans = Ring<TargetKey>()
@@ -79,15 +80,14 @@ final class TargetRegistry {
             // One path string for the registry, the tree and the object (each made anew
             // would be three of some 80 bytes per target).
             let path = key.path
-            let target = WatchedTarget(input)
-            target.owner = user
+            let target = WatchedTarget(input, owner: user)
             let object = TargetObject(target, requests: requests)
             objects[key] = object
             keysByPath[path] = key
             objectsByTarget[ObjectIdentifier(object.target)] = object
-            if key.kind == .host { hostCount += 1 }
+            if target.host != nil { hostCount += 1 }
             onCreated?(object)
-            object.exported = connection.export(object, at: path, interfaces: [TargetObject.interface],
+            object.exported = connection.export(at: path, interfaces: [TargetObject.interface.bound(to: object)],
                                                 audience: Holders(registry: self, key: key))
             peak = max(peak, objects.count)
             onAdded?(object)
@@ -187,7 +187,7 @@ final class TargetRegistry {
         guard let object = objects.removeValue(forKey: key) else { return }
         keysByPath[key.path] = nil
         objectsByTarget[ObjectIdentifier(object.target)] = nil
-        if key.kind == .host { hostCount -= 1 }
+        if object.target.host != nil { hostCount -= 1 }
         onRemoved?(object)
         object.cancel()
         connection.unexport(key.path, to: listeners)

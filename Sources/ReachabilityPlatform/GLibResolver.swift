@@ -16,21 +16,21 @@ import ReachabilityLoop
 /// cancelled while it waits is never started; one cancelled while it runs
 /// has its answer dropped.
 @LoopActor
-public final class Resolver {
+public final class GLibResolver: NameResolver {
     public static let maximumInFlight = 8
     public static let maximumInFlightPerUser = 4
 
     /// One lookup; cancelling it drops its completion.
     @LoopActor
-    public final class Lookup {
+    public final class Lookup: NameLookup {
         fileprivate let host: String
         fileprivate let owner: UserID
-        fileprivate let completion: (Result<[String], ResolveError>) -> Void
+        fileprivate let completion: (Result<[IPAddress], ResolveError>) -> Void
         fileprivate var isCancelled = false
-        fileprivate weak var resolver: Resolver?
+        fileprivate weak var resolver: GLibResolver?
 
         fileprivate init(host: String, owner: UserID,
-                         completion: @escaping (Result<[String], ResolveError>) -> Void) {
+                         completion: @escaping (Result<[IPAddress], ResolveError>) -> Void) {
             self.host = host
             self.owner = owner
             self.completion = completion
@@ -42,18 +42,13 @@ public final class Resolver {
         public func cancel() { isCancelled = true }
     }
 
-    public struct ResolveError: Error, Hashable, Sendable, CustomStringConvertible {
-        public let message: String
-        public var description: String { message }
-    }
-
     private let resolver: UnsafeMutablePointer<GResolver>
     /// Lookups not started yet, per owner in order, served round-robin. Bounded upstream
     /// (by the targets and queries each user may have), so its own limits are loose.
     private var waiting = FairQueue<Lookup>(limits: .init(
         perUserItems: 1 << 20, perUserCost: 1 << 20, totalItems: 1 << 22, totalCost: 1 << 22))
     /// Lookups whose thread is busy, per owner.
-    private var running = Quota(perUser: Resolver.maximumInFlightPerUser, total: Resolver.maximumInFlight)
+    private var running = Quota(perUser: GLibResolver.maximumInFlightPerUser, total: GLibResolver.maximumInFlight)
     public var inFlight: Int { running.inUse }
     /// The most lookups in flight at once since the resolver was last idle.
     public private(set) var peakInFlight = 0
@@ -63,9 +58,8 @@ public final class Resolver {
     isolated deinit { g_object_unref(resolver) }
 
     /// Resolves `host` (an ASCII name) to its addresses in resolver order, in `owner`'s turn.
-    @discardableResult
-    public func lookup(_ host: String, owner: UserID = 0,
-                       completion: @escaping (Result<[String], ResolveError>) -> Void) -> Lookup {
+    public func lookup(_ host: String, owner: UserID,
+                       completion: @escaping (Result<[IPAddress], ResolveError>) -> Void) -> any NameLookup {
         let lookup = Lookup(host: host, owner: owner, completion: completion)
         lookup.resolver = self
         try? waiting.enqueue(lookup, user: owner, cost: 1)
@@ -89,31 +83,39 @@ public final class Resolver {
         _ = running.take(lookup.owner)
         peakInFlight = max(peakInFlight, inFlight)
         Instruments.lookupsInFlight.record(inFlight)
-        let context = Unmanaged.passRetained(lookup).toOpaque()
-        g_resolver_lookup_by_name_async(resolver, lookup.host, nil, { source, result, data in
-            let lookup = Unmanaged<Lookup>.fromOpaque(data!).takeRetainedValue()
-            var error: UnsafeMutablePointer<GError>?
-            let list = g_resolver_lookup_by_name_finish(OpaquePointer(source).map { UnsafeMutablePointer($0) },
-                                                         result, &error)
-            var addresses: [String] = []
-            var node = list
-            while let current = node {
-                if let text = g_inet_address_to_string(current.pointee.data?.assumingMemoryBound(to: GInetAddress.self)) {
-                    addresses.append(String(cString: text))
-                    g_free(text)
-                }
-                node = current.pointee.next
+        g_resolver_lookup_by_name_async(resolver, lookup.host, nil, Self.answered,
+                                        Unmanaged.passRetained(lookup).toOpaque())
+    }
+
+    /// GLib's answer to one lookup, on the loop's context (where the lookup started); it
+    /// enters the actor through `LoopActor.assumeIsolated`, which checks that thread.
+    /// Wraps `g_resolver_lookup_by_name_finish`.
+    private nonisolated static let answered: GAsyncReadyCallback = { source, result, data in
+        var error: UnsafeMutablePointer<GError>?
+        let list = g_resolver_lookup_by_name_finish(OpaquePointer(source).map { UnsafeMutablePointer($0) },
+                                                     result, &error)
+        var addresses: [String] = []
+        var node = list
+        while let current = node {
+            if let text = g_inet_address_to_string(current.pointee.data?.assumingMemoryBound(to: GInetAddress.self)) {
+                addresses.append(String(cString: text))
+                g_free(text)
             }
-            if let list { g_resolver_free_addresses(list) }
-            let message = error.map { GLibError.take($0).message }
+            node = current.pointee.next
+        }
+        if let list { g_resolver_free_addresses(list) }
+        let message = error.map { GLibError.take($0).message }
+        LoopActor.assumeIsolated(Unmanaged<Lookup>.fromOpaque(data!)) { retained in
+            let lookup = retained.takeRetainedValue()
             lookup.resolver?.finished(lookup.owner)
             guard !lookup.isCancelled else { return }
             if let message {
                 lookup.completion(.failure(ResolveError(message: message)))
             } else {
-                lookup.completion(.success(addresses))
+                // GLib gives only valid literals.
+                lookup.completion(.success(addresses.compactMap { try? IPAddress(parsing: $0) }))
             }
-        }, context)
+        }
     }
 
     private func finished(_ owner: UserID) {

@@ -1,0 +1,60 @@
+import ReachabilityCore
+import ReachabilityLoop
+
+/// The per-interface paths (the `Path` interface, `NWPath`): each usable link's
+/// routes for packets bound to it, read from the kernel only while somebody wants
+/// the paths (`TargetEvaluator.isPathWanted`).
+@LoopActor
+final class PathEvaluation {
+    /// The paths as of the last evaluation; `.none` while nobody wants them.
+    var state = PathState.none
+    /// How many times the paths were evaluated.
+    private(set) var count = 0
+    /// The earliest end of a lifetime among the last bound answers (monotonic µs).
+    private(set) var expiry: Int64?
+
+    /// Evaluates the paths from `facts`, asking `source` for each link's bound routes;
+    /// returns whether they changed, and a few words for the log.
+    func evaluate(_ facts: NetworkFacts, source: NetworkFactSource?) -> (changed: Bool, words: String) {
+        let start = MonotonicClock.microseconds()
+        let new: PathState
+        if let source, facts.backend != .none {
+            new = Engine.evaluatePaths(facts, bound: boundRoutes(facts, source), dnsConfigured: source.dnsConfigured())
+        } else {
+            new = .none
+            expiry = nil
+        }
+        count += 1
+        let changed = new != state
+        state = new
+        let words = "path evaluated in \(Double(MonotonicClock.microseconds() - start) / 1000) ms"
+            + (changed ? " (\(new.summary))" : ", unchanged")
+        return (changed, words)
+    }
+
+    /// Every usable link's routes to the first internet destination of each family,
+    /// for packets bound to it (`RTM_F_FIB_MATCH`), in one batch. Loopback and links
+    /// that cannot carry packets (down, no carrier) are not asked: they are not usable
+    /// whatever their routes.
+    private func boundRoutes(_ facts: NetworkFacts, _ source: NetworkFactSource) -> [Int32: Engine.BoundRoutes] {
+        let links = facts.links.values.filter { $0.kernelType != .loopback && $0.isUsable }.map(\.index).sorted()
+        let queries = links.flatMap { link in
+            TargetEvaluator.internetDestinations.map { (address: $0.addresses[0], interface: link) }
+        }
+        expiry = nil
+        guard !queries.isEmpty else { return [:] }
+        var result: [Int32: Engine.BoundRoutes] = [:]
+        let now = MonotonicClock.microseconds()
+        for (query, route) in zip(queries, source.routes(bound: queries)) {
+            if let lifetime = route?.lifetime {
+                expiry = min(expiry ?? .max, now + Int64(lifetime) * 1000)
+            }
+            if query.address.family == .ipv4 {
+                result[query.interface, default: .init()].ipv4 = route
+            } else {
+                result[query.interface, default: .init()].ipv6 = route
+            }
+        }
+        return result
+    }
+}

@@ -1,0 +1,63 @@
+import ReachabilityCore
+import ReachabilityLoop
+@testable import ReachabilityPlatform
+
+/// Name lookups that answer when the test says (`answer`), never by themselves: the
+/// test sees every lookup asked, for which user, and whether it was cancelled.
+@LoopActor
+final class ScriptedResolver: NameResolver {
+    final class Lookup: NameLookup {
+        let host: String
+        let owner: UserID
+        fileprivate var completion: ((Result<[IPAddress], ResolveError>) -> Void)?
+        private(set) var isCancelled = false
+
+        init(host: String, owner: UserID, completion: @escaping (Result<[IPAddress], ResolveError>) -> Void) {
+            self.host = host
+            self.owner = owner
+            self.completion = completion
+        }
+
+        func cancel() {
+            isCancelled = true
+            completion = nil
+        }
+
+        var isPending: Bool { completion != nil }
+    }
+
+    /// Every lookup asked, in order.
+    private(set) var lookups: [Lookup] = []
+
+    /// The lookups waiting for an answer.
+    var pending: [Lookup] { lookups.filter(\.isPending) }
+
+    func lookup(_ host: String, owner: UserID, completion: @escaping (Result<[IPAddress], ResolveError>) -> Void)
+        -> any NameLookup
+    {
+        let lookup = Lookup(host: host, owner: owner, completion: completion)
+        lookups.append(lookup)
+        return lookup
+    }
+
+    /// Answers the oldest pending lookup of `host` with `addresses`; false when none waits.
+    @discardableResult
+    func answer(_ host: String, _ addresses: [String]) -> Bool {
+        answer(host, .success(addresses.map { try! IPAddress(parsing: $0) }))
+    }
+
+    /// Answers the oldest pending lookup of `host` with the resolver's error `message`.
+    @discardableResult
+    func fail(_ host: String, _ message: String) -> Bool {
+        answer(host, .failure(ResolveError(message: message)))
+    }
+
+    private func answer(_ host: String, _ result: Result<[IPAddress], ResolveError>) -> Bool {
+        guard let lookup = pending.first(where: { $0.host == host }), let completion = lookup.completion else {
+            return false
+        }
+        lookup.completion = nil
+        completion(result)
+        return true
+    }
+}
