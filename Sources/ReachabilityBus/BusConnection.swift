@@ -1,5 +1,6 @@
 import CDBus
 import CGLib
+import Logging
 import ReachabilityLoop
 
 /// A private libdbus connection driven by the GLib main loop, exporting
@@ -15,8 +16,10 @@ public final class BusConnection {
     /// The unique name the bus gave us (":1.7").
     public let uniqueName: String
 
+    /// Where the connection and its objects log.
+    let logger: Logger
     /// The objects this connection exports.
-    let tree = ObjectTree(machineID: BusConnection.machineID)
+    let tree: ObjectTree
     private var dispatchIdle: SourceHandle?
     /// Marshalled reply bodies, reused while the values are the same.
     let replies = ReplyCache()
@@ -41,9 +44,12 @@ public final class BusConnection {
     /// Called when the connection to the bus is lost.
     public var onDisconnected: (() -> Void)?
 
-    /// Connects and registers with the bus. Wraps `dbus_bus_get_private`,
-    /// `dbus_connection_open_private` and `dbus_bus_register`.
-    public init(_ address: Address) throws(BusError) {
+    /// Connects and registers with the bus; logs to `logger`. Wraps `dbus_bus_get_private`,
+    /// `dbus_connection_open_private` and `dbus_bus_register`. (The default is temporary:
+    /// the client library's runtime does not pass its logger yet.)
+    public init(_ address: Address, logger: Logger = Log.compatibilityLogger) throws(BusError) {
+        self.logger = logger
+        tree = ObjectTree(machineID: BusConnection.machineID, logger: logger)
         var error = DBusError()
         dbus_error_init(&error)
         defer { dbus_error_free(&error) }
@@ -166,7 +172,7 @@ public final class BusConnection {
 
     func send(_ message: OpaquePointer) {
         if dbus_connection_send(raw, message, nil) == 0 {
-            Log.error("out of memory sending a D-Bus message")
+            logger.error("out of memory sending a D-Bus message")
         }
     }
 
@@ -195,30 +201,12 @@ public final class BusConnection {
 
     /// libdbus tells us which fds and timeouts to watch; GLib watches them.
     private func attachToMainLoop() {
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        dbus_connection_set_watch_functions(raw, { watch, _ in
-            LoopGlue.enable(watch: watch!)
-            return 1
-        }, { watch, _ in
-            LoopGlue.disable(watch: watch!)
-        }, { watch, _ in
-            LoopGlue.disable(watch: watch!)
-            LoopGlue.enable(watch: watch!)
-        }, nil, nil)
-        dbus_connection_set_timeout_functions(raw, { timeout, _ in
-            LoopGlue.enable(timeout: timeout!)
-            return 1
-        }, { timeout, _ in
-            LoopGlue.disable(timeout: timeout!)
-        }, { timeout, _ in
-            LoopGlue.disable(timeout: timeout!)
-            LoopGlue.enable(timeout: timeout!)
-        }, nil, nil)
-        dbus_connection_set_dispatch_status_function(raw, { _, status, data in
-            if status == DBUS_DISPATCH_DATA_REMAINS {
-                Unmanaged<BusConnection>.fromOpaque(data!).takeUnretainedValue().scheduleDispatch()
-            }
-        }, me, nil)
+        dbus_connection_set_watch_functions(raw, LoopGlue.addWatch, LoopGlue.removeWatch, LoopGlue.toggleWatch,
+                                            nil, nil)
+        dbus_connection_set_timeout_functions(raw, LoopGlue.addTimeout, LoopGlue.removeTimeout,
+                                              LoopGlue.toggleTimeout, nil, nil)
+        dbus_connection_set_dispatch_status_function(raw, Self.dispatchStatusChanged,
+                                                     Unmanaged.passUnretained(self).toOpaque(), nil)
         scheduleDispatch()
     }
 
@@ -240,16 +228,42 @@ public final class BusConnection {
     private func registerDispatcher() {
         let me = Unmanaged.passUnretained(self).toOpaque()
         var vtable = DBusObjectPathVTable()
-        vtable.message_function = { _, message, data in
-            let connection = Unmanaged<BusConnection>.fromOpaque(data!).takeUnretainedValue()
-            return connection.handle(message!)
-        }
+        vtable.message_function = Self.messageFunction
         dbus_connection_register_fallback(raw, "/", &vtable, me)
-        dbus_connection_add_filter(raw, { _, message, data in
-            let connection = Unmanaged<BusConnection>.fromOpaque(data!).takeUnretainedValue()
-            connection.filter(message!)
-            return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
-        }, me, nil)
+        dbus_connection_add_filter(raw, Self.filterFunction, me, nil)
+    }
+
+    // MARK: libdbus's callbacks
+    //
+    // Each is written in a nonisolated place (a closure written inside the actor's code would be
+    // taken as isolated without a word), so the compiler lets it touch the connection only
+    // through `LoopActor.assumeIsolated`, which stops the process if libdbus ever calls it
+    // from a thread other than the loop's.
+
+    /// `body` on the loop, with the connection whose address libdbus hands back as user data
+    /// and the message (an argument, not a capture: nothing is sent to the actor).
+    private nonisolated static func enter<T>(
+        _ data: UnsafeMutableRawPointer?, _ message: OpaquePointer?,
+        _ body: @LoopActor (BusConnection, OpaquePointer?) -> T
+    ) -> T {
+        LoopActor.assumeIsolated((Unmanaged<BusConnection>.fromOpaque(data!).takeUnretainedValue(), message)) {
+            body($0.0, $0.1)
+        }
+    }
+
+    private nonisolated static let dispatchStatusChanged: DBusDispatchStatusFunction = { _, status, data in
+        enter(data, nil) { connection, _ in
+            if status == DBUS_DISPATCH_DATA_REMAINS { connection.scheduleDispatch() }
+        }
+    }
+
+    private nonisolated static let messageFunction: DBusObjectPathMessageFunction = { _, message, data in
+        enter(data, message) { $0.handle($1!) }
+    }
+
+    private nonisolated static let filterFunction: DBusHandleMessageFunction = { _, message, data in
+        enter(data, message) { $0.filter($1!) }
+        return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
     }
 
     private func filter(_ message: OpaquePointer) {
@@ -291,7 +305,7 @@ public final class BusConnection {
         let call = MethodCall(
             responder: MessageResponder(message: message, connection: self), sender: sender,
             path: path, interface: interface, member: member, arguments: decoded ?? [], signature: signature,
-            wantsReply: dbus_message_get_no_reply(message) == 0)
+            wantsReply: dbus_message_get_no_reply(message) == 0, logger: logger)
         if decoded == nil {
             call.fail(.invalidArgs("file descriptors are not accepted"))
         } else {
@@ -302,24 +316,68 @@ public final class BusConnection {
 }
 
 /// libdbus watch and timeout callbacks on GLib sources. The source id is kept
-/// as the watch's (timeout's) data pointer.
+/// as the watch's (timeout's) data pointer. libdbus calls the functions below from
+/// the thread that called into it, and GLib the sources' from the loop: each enters
+/// the actor through `LoopActor.assumeIsolated`, as the connection's callbacks do.
+@LoopActor
 private enum LoopGlue {
+    nonisolated static let addWatch: DBusAddWatchFunction = { watch, _ in
+        LoopActor.assumeIsolated(watch!) { enable(watch: $0) }
+        return 1
+    }
+
+    nonisolated static let removeWatch: DBusRemoveWatchFunction = { watch, _ in
+        LoopActor.assumeIsolated(watch!) { disable(watch: $0) }
+    }
+
+    nonisolated static let toggleWatch: DBusWatchToggledFunction = { watch, _ in
+        LoopActor.assumeIsolated(watch!) { watch in
+            disable(watch: watch)
+            enable(watch: watch)
+        }
+    }
+
+    nonisolated static let addTimeout: DBusAddTimeoutFunction = { timeout, _ in
+        LoopActor.assumeIsolated(timeout!) { enable(timeout: $0) }
+        return 1
+    }
+
+    nonisolated static let removeTimeout: DBusRemoveTimeoutFunction = { timeout, _ in
+        LoopActor.assumeIsolated(timeout!) { disable(timeout: $0) }
+    }
+
+    nonisolated static let toggleTimeout: DBusTimeoutToggledFunction = { timeout, _ in
+        LoopActor.assumeIsolated(timeout!) { timeout in
+            disable(timeout: timeout)
+            enable(timeout: timeout)
+        }
+    }
+
+    /// The watch's fd is ready. Wraps `dbus_watch_handle`.
+    nonisolated static let watchReady: GUnixFDSourceFunc = { _, condition, data in
+        var flags: UInt32 = 0
+        if condition.rawValue & G_IO_IN.rawValue != 0 { flags |= UInt32(DBUS_WATCH_READABLE.rawValue) }
+        if condition.rawValue & G_IO_OUT.rawValue != 0 { flags |= UInt32(DBUS_WATCH_WRITABLE.rawValue) }
+        if condition.rawValue & G_IO_HUP.rawValue != 0 { flags |= UInt32(DBUS_WATCH_HANGUP.rawValue) }
+        if condition.rawValue & G_IO_ERR.rawValue != 0 { flags |= UInt32(DBUS_WATCH_ERROR.rawValue) }
+        LoopActor.assumeIsolated(OpaquePointer(data)) { watch in _ = dbus_watch_handle(watch, flags) }
+        return 1
+    }
+
+    /// The timeout is due. Wraps `dbus_timeout_handle`.
+    nonisolated static let timeoutDue: GSourceFunc = { data in
+        LoopActor.assumeIsolated(OpaquePointer(data)) { timeout in _ = dbus_timeout_handle(timeout) }
+        return 1
+    }
+
     static func enable(watch: OpaquePointer) {
         guard dbus_watch_get_enabled(watch) != 0 else { return }
         let flags = dbus_watch_get_flags(watch)
         var condition = G_IO_HUP.rawValue | G_IO_ERR.rawValue
         if flags & UInt32(DBUS_WATCH_READABLE.rawValue) != 0 { condition |= G_IO_IN.rawValue }
         if flags & UInt32(DBUS_WATCH_WRITABLE.rawValue) != 0 { condition |= G_IO_OUT.rawValue }
-        let id = LoopContext.addFD(dbus_watch_get_unix_fd(watch), GIOCondition(condition), {
-            _, condition, data in
-            var flags: UInt32 = 0
-            if condition.rawValue & G_IO_IN.rawValue != 0 { flags |= UInt32(DBUS_WATCH_READABLE.rawValue) }
-            if condition.rawValue & G_IO_OUT.rawValue != 0 { flags |= UInt32(DBUS_WATCH_WRITABLE.rawValue) }
-            if condition.rawValue & G_IO_HUP.rawValue != 0 { flags |= UInt32(DBUS_WATCH_HANGUP.rawValue) }
-            if condition.rawValue & G_IO_ERR.rawValue != 0 { flags |= UInt32(DBUS_WATCH_ERROR.rawValue) }
-            dbus_watch_handle(OpaquePointer(data), flags)
-            return 1
-        }, UnsafeMutableRawPointer(watch), nil)
+        let id = LoopContext.addFD(dbus_watch_get_unix_fd(watch), GIOCondition(condition), watchReady,
+                                   UnsafeMutableRawPointer(watch), nil)
         dbus_watch_set_data(watch, UnsafeMutableRawPointer(bitPattern: UInt(id)), nil)
     }
 
@@ -332,10 +390,7 @@ private enum LoopGlue {
     static func enable(timeout: OpaquePointer) {
         guard dbus_timeout_get_enabled(timeout) != 0 else { return }
         let interval = guint(max(0, dbus_timeout_get_interval(timeout)))
-        let id = LoopContext.addTimeout(milliseconds: interval, { data in
-            dbus_timeout_handle(OpaquePointer(data))
-            return 1
-        }, UnsafeMutableRawPointer(timeout), nil)
+        let id = LoopContext.addTimeout(milliseconds: interval, timeoutDue, UnsafeMutableRawPointer(timeout), nil)
         dbus_timeout_set_data(timeout, UnsafeMutableRawPointer(bitPattern: UInt(id)), nil)
     }
 
