@@ -96,16 +96,16 @@ public enum Log {
     /// The journal field a metadata key is written as: `backend.mode` → `REACH_BACKEND_MODE`
     /// (upper case; anything but a letter or digit becomes `_`, as journald requires).
     public static func journalField(_ key: String) -> String {
-        var field = "REACH_"
-        field.unicodeScalars.reserveCapacity(6 + key.utf8.count)
-        for scalar in key.unicodeScalars {
-            switch scalar {
-            case "a"..."z": field.unicodeScalars.append(Unicode.Scalar(scalar.value - 32)!)
-            case "A"..."Z", "0"..."9": field.unicodeScalars.append(scalar)
-            default: field.unicodeScalars.append("_")
+        var field = Array("REACH_".utf8)
+        field.reserveCapacity(6 + key.utf8.count)
+        for byte in key.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): field.append(byte - 32)
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): field.append(byte)
+            default: field.append(UInt8(ascii: "_"))
             }
         }
-        return field
+        return String(decoding: field, as: UTF8.self)
     }
 
     /// The metadata key of a journal field: `REACH_BACKEND_MODE` → `backend.mode`.

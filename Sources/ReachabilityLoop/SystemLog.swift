@@ -82,15 +82,15 @@ public final class SystemLog: Sendable {
     }
 
     /// Writes one record if `priority` is at or above ``level``: `messageID` and `fields`
-    /// (journal field names) go to the journal only, the text everywhere.
+    /// (journal field names; made only for the journal) go to the journal, the text everywhere.
     public func write(_ priority: Log.Priority, _ text: String, messageID: String? = nil,
-                      fields: [(String, String)] = []) {
+                      fields: @autoclosure () -> [(String, String)] = []) {
         guard wants(priority) else { return }
         switch output.withLock({ $0.target }) ?? Self.environmentTarget {
         case .null: return
         case .console: writeConsole(priority, text)
         case .journal:
-            if !sendJournal(priority, text, messageID, fields) { writeConsole(priority, text) }
+            if !sendJournal(priority, text, messageID, fields()) { writeConsole(priority, text) }
         case .kmsg:
             if !writeKmsg(priority, text) { writeConsole(priority, text) }
         case .syslog:
@@ -141,39 +141,47 @@ public struct SystemLogHandler: LogHandler {
 
     public func log(event: LogEvent) {
         // The logger compared swift-log's levels; a service set to `alert` keeps out `crit` too.
-        guard log.wants(Log.Priority(event.level)) else { return }
-        let record = record(event)
-        log.write(record.priority, record.text, messageID: record.messageID, fields: record.fields)
+        let priority = Log.Priority(event.level)
+        guard log.wants(priority) else { return }
+        let metadata = merged(event.metadata)
+        log.write(priority, event.message.description, messageID: metadata[Log.Event.metadataKey].map(Self.text),
+                  fields: Self.fields(metadata, error: event.error))
     }
 
-    /// What the journal gets of `event`: its priority, text, `MESSAGE_ID` and fields (sorted:
-    /// metadata has no order). The handler's metadata and its provider's come first; the
-    /// call's own win.
+    /// What the journal gets of `event`: its priority, text, `MESSAGE_ID` and fields.
     func record(_ event: LogEvent)
         -> (priority: Log.Priority, text: String, messageID: String?, fields: [(String, String)])
     {
-        var messageID: String?
-        var fields: [(String, String)] = []
-        func add(_ metadata: Logger.Metadata) {
-            for (key, value) in metadata {
-                if key == Log.Event.metadataKey {
-                    messageID = "\(value)"
-                } else {
-                    fields.append((Log.journalField(key), "\(value)"))
-                }
-            }
-        }
-        // Most records carry only their own metadata: merged only when there is more.
+        let metadata = merged(event.metadata)
+        return (Log.Priority(event.level), event.message.description,
+                metadata[Log.Event.metadataKey].map(Self.text), Self.fields(metadata, error: event.error))
+    }
+
+    /// The handler's metadata, its provider's, then the call's (which win). Most records carry
+    /// only their own: then nothing is merged.
+    private func merged(_ explicit: Logger.Metadata?) -> Logger.Metadata {
         let provided = metadataProvider?.get() ?? [:]
-        if metadata.isEmpty && provided.isEmpty {
-            if let explicit = event.metadata { add(explicit) }
-        } else {
-            var merged = metadata.merging(provided) { _, provided in provided }
-            if let explicit = event.metadata { merged.merge(explicit) { _, explicit in explicit } }
-            add(merged)
+        if metadata.isEmpty && provided.isEmpty { return explicit ?? [:] }
+        var merged = metadata.merging(provided) { _, provided in provided }
+        if let explicit { merged.merge(explicit) { _, explicit in explicit } }
+        return merged
+    }
+
+    /// Every key but the event's id as a `REACH_…` field, sorted (metadata has no order), and
+    /// the record's error as `REACH_ERROR`.
+    private static func fields(_ metadata: Logger.Metadata, error: (any Error)?) -> [(String, String)] {
+        var fields: [(String, String)] = []
+        fields.reserveCapacity(metadata.count + 1)
+        for (key, value) in metadata where key != Log.Event.metadataKey {
+            fields.append((Log.journalField(key), text(value)))
         }
-        if let error = event.error { fields.append(("REACH_ERROR", "\(error)")) }
+        if let error { fields.append(("REACH_ERROR", "\(error)")) }
         if fields.count > 1 { fields.sort { $0.0 < $1.0 } }
-        return (Log.Priority(event.level), "\(event.message)", messageID, fields)
+        return fields
+    }
+
+    private static func text(_ value: Logger.MetadataValue) -> String {
+        if case .string(let string) = value { return string }
+        return value.description
     }
 }
