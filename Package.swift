@@ -18,9 +18,10 @@ let package = Package(
     dependencies: [
         // reachctl's command line only; the daemon and the library do not link it.
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
-        // The log's API: every module takes a swift-log `Logger`. The daemon's records go to its
-        // journal / `<N>` / terminal handler (ReachabilityLoop's `SystemLogHandler`), the client
-        // library's to the application's logger.
+        // The log's API (swift-log's `Logger`), linked by the daemon and the libraries alike: the
+        // modules that log take a `Logger`; the daemon's records go to its journal / `<N>` /
+        // terminal handler (ReachabilityLoop's `SystemLogHandler`, no `LoggingSystem.bootstrap`),
+        // the client library's to the application's logger. `InMemoryLogging` for tests only.
         .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
         // The service's instruments (swift-metrics' CoreMetrics API, without Foundation) and
         // their Prometheus text (swift-prometheus, linked by the daemon only).
