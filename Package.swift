@@ -18,7 +18,10 @@ let package = Package(
     dependencies: [
         // reachctl's command line only; the daemon and the library do not link it.
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
-        // The client library's log (the application's swift-log); the daemon does not link it.
+        // The log's API (swift-log's `Logger`), linked by the daemon and the libraries alike: the
+        // modules that log take a `Logger`; the daemon's records go to its journal / `<N>` /
+        // terminal handler (ReachabilityLoop's `SystemLogHandler`, no `LoggingSystem.bootstrap`),
+        // the client library's to the application's logger. `InMemoryLogging` for tests only.
         .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
         // The service's instruments (swift-metrics' CoreMetrics API, without Foundation) and
         // their Prometheus text (swift-prometheus, linked by the daemon only).
@@ -47,26 +50,34 @@ let package = Package(
 
         // Pure logic: flags, status, snapshots, path escaping. No C import.
         .target(name: "ReachabilityCore", plugins: ["EmbedContract"]),
-        // The GLib main loop everything runs on: sources, the loop thread, the log, the
-        // instruments, the clock.
+        // The GLib main loop everything runs on: sources, the loop thread, the log's vocabulary
+        // and the daemon's log handler (journal, `<N>`, terminal), the instruments, the clock.
         .target(
             name: "ReachabilityLoop",
-            dependencies: ["CGLib", .product(name: "CoreMetrics", package: "swift-metrics")]),
+            dependencies: [
+                "CGLib", .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The only module that calls libdbus, driven by the loop; the fairness rules it
         // applies to callers (queues, quotas, read receipts) are pure logic in ReachabilityCore.
-        .target(name: "ReachabilityBus", dependencies: ["CDBus", "CGLib", "ReachabilityCore", "ReachabilityLoop"]),
+        .target(
+            name: "ReachabilityBus",
+            dependencies: ["CDBus", "CGLib", "ReachabilityCore", "ReachabilityLoop",
+                           .product(name: "Logging", package: "swift-log")]),
         // Network facts: libnm, rtnetlink, and ModemManager's signal quality read over GIO's
         // D-Bus (the one thing libnm does not carry). It does not link libdbus and exports
         // nothing on the bus: that is ReachabilityBus and ReachabilityService.
         .target(
             name: "ReachabilityPlatform",
-            dependencies: ["ReachabilityCore", "ReachabilityLoop", "CGLib", "CNetworkManager", "CNetlink"]),
+            dependencies: ["ReachabilityCore", "ReachabilityLoop", "CGLib", "CNetworkManager", "CNetlink",
+                           .product(name: "Logging", package: "swift-log")]),
         // The daemon's exported objects and its run loop.
         .target(
             name: "ReachabilityService",
-            dependencies: ["ReachabilityCore", "ReachabilityLoop", "ReachabilityBus", "ReachabilityPlatform"]),
+            dependencies: ["ReachabilityCore", "ReachabilityLoop", "ReachabilityBus", "ReachabilityPlatform",
+                           .product(name: "Logging", package: "swift-log")]),
         // Call-cost benchmark (a libdbus client); see README, "Performance".
-        .executableTarget(name: "reachability-bench", dependencies: ["ReachabilityBus"]),
+        .executableTarget(name: "reachability-bench", dependencies: ["ReachabilityBus", "ReachabilityLoop"]),
         // Build-time generation of the contract string from dbus/*.xml.
         .executableTarget(name: "embed-contract"),
         .plugin(name: "EmbedContract", capability: .buildTool(), dependencies: ["embed-contract"]),
@@ -74,6 +85,7 @@ let package = Package(
             name: "reachabilityd",
             dependencies: [
                 "ReachabilityService", "ReachabilityLoop", "ReachabilityBus",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]),
@@ -106,13 +118,24 @@ let package = Package(
         .executableTarget(name: "reachability-fuzz", dependencies: ["FuzzChecks", "CFuzzer"]),
 
         .testTarget(name: "ReachabilityCoreTests", dependencies: ["ReachabilityCore"]),
-        .testTarget(name: "ReachabilityBusTests", dependencies: ["ReachabilityBus", "ReachabilityLoop", "CDBus"]),
+        // Each test that logs passes its own in-memory logger: no two tests share a log.
+        .testTarget(
+            name: "ReachabilityBusTests",
+            dependencies: [
+                "ReachabilityBus", "ReachabilityLoop", "CDBus", .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
+            ]),
         .testTarget(
             name: "ReachabilityPlatformTests",
             dependencies: [
                 "ReachabilityPlatform", "ReachabilityCore", "ReachabilityLoop", "CNetlink", "CNetworkManager",
             ]),
-        .testTarget(name: "ReachabilityServiceTests", dependencies: ["ReachabilityService", "ReachabilityBus"]),
+        .testTarget(
+            name: "ReachabilityServiceTests",
+            dependencies: [
+                "ReachabilityService", "ReachabilityBus", "ReachabilityLoop",
+                .product(name: "Logging", package: "swift-log"), .product(name: "InMemoryLogging", package: "swift-log"),
+            ]),
         .testTarget(
             name: "ReachabilitydClientTests",
             dependencies: [

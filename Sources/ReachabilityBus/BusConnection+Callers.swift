@@ -1,4 +1,5 @@
 import CDBus
+import Logging
 import ReachabilityCore
 import ReachabilityLoop
 
@@ -255,14 +256,7 @@ extension BusConnection {
         }
         askQueue(of: peer, receipt: id)
         let box = Unmanaged.passRetained(ReceiptBox(connection: self, peer: peer, receipt: id)).toOpaque()
-        dbus_pending_call_set_notify(pending, { pending, data in
-            let box = Unmanaged<ReceiptBox>.fromOpaque(data!).takeUnretainedValue()
-            let reply = dbus_pending_call_steal_reply(pending)
-            defer { if let reply { dbus_message_unref(reply) } }
-            LoopActor.assumeIsolated(box) { box in
-                box.connection?.receiptAnswered(by: box.peer, receipt: box.receipt, reply: reply)
-            }
-        }, box, { data in Unmanaged<ReceiptBox>.fromOpaque(data!).release() })
+        dbus_pending_call_set_notify(pending, ReceiptBox.notify, box, ReceiptBox.release)
         dbus_pending_call_unref(pending)
     }
 
@@ -288,9 +282,11 @@ extension BusConnection {
                 default:
                     // Not allowed by the bus's policy, or not this bus's (dbus-broker has no such
                     // statistic, and charges what waits for a reader to the reader): receipts alone.
-                    Log.info("the bus does not tell the service what it holds for a caller (\(error.name): "
-                             + "\(error.message)); a caller that reads without answering read receipts "
-                             + "waits for their timeout once its user has much unread")
+                    self.logger.info("""
+                        the bus does not tell the service what it holds for a caller (\(error.name): \
+                        \(error.message)); a caller that reads without answering read receipts \
+                        waits for their timeout once its user has much unread
+                        """)
                     self.callers.queueStatsAllowed = false
                 }
             }
@@ -306,7 +302,7 @@ extension BusConnection {
         ledgerChanged(for: peer)
     }
 
-    private func receiptAnswered(by peer: String, receipt id: UInt64, reply: OpaquePointer?) {
+    fileprivate func receiptAnswered(by peer: String, receipt id: UInt64, reply: OpaquePointer?) {
         let isError = reply.map { dbus_message_get_type($0) == DBUS_MESSAGE_TYPE_ERROR } ?? true
         let from = reply.flatMap(Self.sender(of:))
         if !isError || from == peer {
@@ -317,9 +313,11 @@ extension BusConnection {
         switch name {
         case BusError.prefix + "AccessDenied":
             // The bus's policy forbids it: no receipts, so no accounting of what peers read.
-            Log.warning("the bus does not let the service ask its callers for read receipts (Peer.Ping); "
-                        + "install its D-Bus policy file: until then a caller that does not read its "
-                        + "socket can make the bus stop reading the service")
+            logger.warning("""
+                the bus does not let the service ask its callers for read receipts (Peer.Ping); \
+                install its D-Bus policy file: until then a caller that does not read its \
+                socket can make the bus stop reading the service
+                """)
             callers.receiptsAllowed = false
             callers.ledger = OutputLedger(receiptAfter: callers.limits.receiptAfter,
                                           perUser: callers.limits.unreadPerUser)
@@ -330,7 +328,7 @@ extension BusConnection {
             let now = UInt64(MonotonicClock.microseconds())
             guard callers.users[peer] != nil else { return }
             if callers.ledger.receiptLost(from: peer, receipt: id, now: now) {
-                Log.debug("\(peer) did not answer a read receipt; its calls are dropped while it owes one")
+                logger.debug("\(peer) did not answer a read receipt; its calls are dropped while it owes one")
                 askReceipt(from: peer)
             }
             ledgerChanged(for: peer)
@@ -367,4 +365,15 @@ private final class ReceiptBox {
         self.peer = peer
         self.receipt = receipt
     }
+
+    /// The Ping ended; entered on the loop as `ReplyBox.notify` is.
+    static let notify: DBusPendingCallNotifyFunction = { pending, data in
+        let box = Unmanaged<ReceiptBox>.fromOpaque(data!).takeUnretainedValue()
+        LoopActor.assumeIsolated((box, dbus_pending_call_steal_reply(pending))) { box, reply in
+            defer { if let reply { dbus_message_unref(reply) } }
+            box.connection?.receiptAnswered(by: box.peer, receipt: box.receipt, reply: reply)
+        }
+    }
+
+    static let release: DBusFreeFunction = { data in Unmanaged<ReceiptBox>.fromOpaque(data!).release() }
 }

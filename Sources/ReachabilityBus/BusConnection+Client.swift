@@ -106,15 +106,8 @@ extension BusConnection {
         guard dbus_connection_send_with_reply(raw, message, &pending, timeoutMilliseconds) != 0, let pending else {
             return reply(.failure(.failed("the connection to the bus is closed")))
         }
-        let box = Unmanaged.passRetained(ReplyBox(reply)).toOpaque()
-        dbus_pending_call_set_notify(pending, { pending, data in
-            let box = Unmanaged<ReplyBox>.fromOpaque(data!).takeUnretainedValue()
-            guard let message = dbus_pending_call_steal_reply(pending) else {
-                return box.reply(.failure(.failed("no reply")))
-            }
-            defer { dbus_message_unref(message) }
-            box.reply(BusConnection.result(of: message))
-        }, box, { data in Unmanaged<ReplyBox>.fromOpaque(data!).release() })
+        dbus_pending_call_set_notify(pending, ReplyBox.notify, Unmanaged.passRetained(ReplyBox(reply)).toOpaque(),
+                                     ReplyBox.release)
         dbus_pending_call_unref(pending)
     }
 
@@ -182,6 +175,21 @@ extension BusConnection {
 private final class ReplyBox {
     let reply: (Result<[DBusValue], BusError>) -> Void
     init(_ reply: @escaping (Result<[DBusValue], BusError>) -> Void) { self.reply = reply }
+
+    /// The call ended (a reply, an error, or its timeout): the reply callback runs on the
+    /// loop, entered through `LoopActor.assumeIsolated` (written here, in a nonisolated place,
+    /// so that the compiler allows nothing else). Wraps `dbus_pending_call_steal_reply`.
+    static let notify: DBusPendingCallNotifyFunction = { pending, data in
+        let box = Unmanaged<ReplyBox>.fromOpaque(data!).takeUnretainedValue()
+        LoopActor.assumeIsolated((box, dbus_pending_call_steal_reply(pending))) { box, message in
+            guard let message else { return box.reply(.failure(.failed("no reply"))) }
+            defer { dbus_message_unref(message) }
+            box.reply(BusConnection.result(of: message))
+        }
+    }
+
+    /// libdbus is done with the box (after `notify`, or with the call unanswered at close).
+    static let release: DBusFreeFunction = { data in Unmanaged<ReplyBox>.fromOpaque(data!).release() }
 }
 
 /// A signal match; cancelled (its rule removed) when dropped.

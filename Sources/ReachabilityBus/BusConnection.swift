@@ -1,5 +1,6 @@
 import CDBus
 import CGLib
+import Logging
 import ReachabilityLoop
 
 /// A private libdbus connection driven by the GLib main loop, exporting
@@ -15,8 +16,10 @@ public final class BusConnection {
     /// The unique name the bus gave us (":1.7").
     public let uniqueName: String
 
+    /// Where the connection and its objects log.
+    let logger: Logger
     /// The objects this connection exports.
-    let tree = ObjectTree(machineID: BusConnection.machineID)
+    let tree: ObjectTree
     var dispatchIdle: SourceHandle?
     /// Set while queued calls wait for the outgoing queue to drain (`BusConnection+Flow`).
     var outputWatch: SourceHandle?
@@ -43,9 +46,12 @@ public final class BusConnection {
     /// Called when the connection to the bus is lost.
     public var onDisconnected: (() -> Void)?
 
-    /// Connects and registers with the bus. Wraps `dbus_bus_get_private`,
-    /// `dbus_connection_open_private` and `dbus_bus_register`.
-    public init(_ address: Address) throws(BusError) {
+    /// Connects and registers with the bus; logs to `logger`. Wraps `dbus_bus_get_private`,
+    /// `dbus_connection_open_private` and `dbus_bus_register`. (The default is temporary:
+    /// the client library's runtime does not pass its logger yet.)
+    public init(_ address: Address, logger: Logger = Log.compatibilityLogger) throws(BusError) {
+        self.logger = logger
+        tree = ObjectTree(machineID: BusConnection.machineID, logger: logger)
         var error = DBusError()
         dbus_error_init(&error)
         defer { dbus_error_free(&error) }
@@ -170,7 +176,7 @@ public final class BusConnection {
 
     func send(_ message: OpaquePointer) {
         if dbus_connection_send(raw, message, nil) == 0 {
-            Log.error("out of memory sending a D-Bus message")
+            logger.error("out of memory sending a D-Bus message")
         }
     }
 
@@ -199,30 +205,12 @@ public final class BusConnection {
 
     /// libdbus tells us which fds and timeouts to watch; GLib watches them.
     private func attachToMainLoop() {
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        dbus_connection_set_watch_functions(raw, { watch, _ in
-            LoopGlue.enable(watch: watch!)
-            return 1
-        }, { watch, _ in
-            LoopGlue.disable(watch: watch!)
-        }, { watch, _ in
-            LoopGlue.disable(watch: watch!)
-            LoopGlue.enable(watch: watch!)
-        }, nil, nil)
-        dbus_connection_set_timeout_functions(raw, { timeout, _ in
-            LoopGlue.enable(timeout: timeout!)
-            return 1
-        }, { timeout, _ in
-            LoopGlue.disable(timeout: timeout!)
-        }, { timeout, _ in
-            LoopGlue.disable(timeout: timeout!)
-            LoopGlue.enable(timeout: timeout!)
-        }, nil, nil)
-        dbus_connection_set_dispatch_status_function(raw, { _, status, data in
-            if status == DBUS_DISPATCH_DATA_REMAINS {
-                Unmanaged<BusConnection>.fromOpaque(data!).takeUnretainedValue().scheduleDispatch()
-            }
-        }, me, nil)
+        dbus_connection_set_watch_functions(raw, LoopGlue.addWatch, LoopGlue.removeWatch, LoopGlue.toggleWatch,
+                                            nil, nil)
+        dbus_connection_set_timeout_functions(raw, LoopGlue.addTimeout, LoopGlue.removeTimeout,
+                                              LoopGlue.toggleTimeout, nil, nil)
+        dbus_connection_set_dispatch_status_function(raw, Self.dispatchStatusChanged,
+                                                     Unmanaged.passUnretained(self).toOpaque(), nil)
         scheduleDispatch()
     }
 
@@ -239,16 +227,42 @@ public final class BusConnection {
     private func registerDispatcher() {
         let me = Unmanaged.passUnretained(self).toOpaque()
         var vtable = DBusObjectPathVTable()
-        vtable.message_function = { _, message, data in
-            let connection = Unmanaged<BusConnection>.fromOpaque(data!).takeUnretainedValue()
-            return connection.handle(message!)
-        }
+        vtable.message_function = Self.messageFunction
         dbus_connection_register_fallback(raw, "/", &vtable, me)
-        dbus_connection_add_filter(raw, { _, message, data in
-            let connection = Unmanaged<BusConnection>.fromOpaque(data!).takeUnretainedValue()
-            connection.filter(message!)
-            return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
-        }, me, nil)
+        dbus_connection_add_filter(raw, Self.filterFunction, me, nil)
+    }
+
+    // MARK: libdbus's callbacks
+    //
+    // Each is written in a nonisolated place (a closure written inside the actor's code would be
+    // taken as isolated without a word), so the compiler lets it touch the connection only
+    // through `LoopActor.assumeIsolated`, which stops the process if libdbus ever calls it
+    // from a thread other than the loop's.
+
+    /// `body` on the loop, with the connection whose address libdbus hands back as user data
+    /// and the message (an argument, not a capture: nothing is sent to the actor).
+    private nonisolated static func enter<T>(
+        _ data: UnsafeMutableRawPointer?, _ message: OpaquePointer?,
+        _ body: @LoopActor (BusConnection, OpaquePointer?) -> T
+    ) -> T {
+        LoopActor.assumeIsolated((Unmanaged<BusConnection>.fromOpaque(data!).takeUnretainedValue(), message)) {
+            body($0.0, $0.1)
+        }
+    }
+
+    private nonisolated static let dispatchStatusChanged: DBusDispatchStatusFunction = { _, status, data in
+        enter(data, nil) { connection, _ in
+            if status == DBUS_DISPATCH_DATA_REMAINS { connection.scheduleDispatch() }
+        }
+    }
+
+    private nonisolated static let messageFunction: DBusObjectPathMessageFunction = { _, message, data in
+        enter(data, message) { $0.handle($1!) }
+    }
+
+    private nonisolated static let filterFunction: DBusHandleMessageFunction = { _, message, data in
+        enter(data, message) { $0.filter($1!) }
+        return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
     }
 
     private func filter(_ message: OpaquePointer) {
@@ -290,57 +304,12 @@ public final class BusConnection {
         let call = MethodCall(
             responder: MessageResponder(message: message, connection: self), sender: sender,
             path: path, interface: interface, member: member, arguments: decoded ?? [], signature: signature,
-            wantsReply: dbus_message_get_no_reply(message) == 0)
+            wantsReply: dbus_message_get_no_reply(message) == 0, logger: logger)
         if decoded == nil {
             call.fail(.invalidArgs("file descriptors are not accepted"))
         } else {
             admit(call)
         }
         return DBUS_HANDLER_RESULT_HANDLED
-    }
-}
-
-/// libdbus watch and timeout callbacks on GLib sources. The source id is kept
-/// as the watch's (timeout's) data pointer.
-private enum LoopGlue {
-    static func enable(watch: OpaquePointer) {
-        guard dbus_watch_get_enabled(watch) != 0 else { return }
-        let flags = dbus_watch_get_flags(watch)
-        var condition = G_IO_HUP.rawValue | G_IO_ERR.rawValue
-        if flags & UInt32(DBUS_WATCH_READABLE.rawValue) != 0 { condition |= G_IO_IN.rawValue }
-        if flags & UInt32(DBUS_WATCH_WRITABLE.rawValue) != 0 { condition |= G_IO_OUT.rawValue }
-        let id = LoopContext.addFD(dbus_watch_get_unix_fd(watch), GIOCondition(condition), {
-            _, condition, data in
-            var flags: UInt32 = 0
-            if condition.rawValue & G_IO_IN.rawValue != 0 { flags |= UInt32(DBUS_WATCH_READABLE.rawValue) }
-            if condition.rawValue & G_IO_OUT.rawValue != 0 { flags |= UInt32(DBUS_WATCH_WRITABLE.rawValue) }
-            if condition.rawValue & G_IO_HUP.rawValue != 0 { flags |= UInt32(DBUS_WATCH_HANGUP.rawValue) }
-            if condition.rawValue & G_IO_ERR.rawValue != 0 { flags |= UInt32(DBUS_WATCH_ERROR.rawValue) }
-            dbus_watch_handle(OpaquePointer(data), flags)
-            return 1
-        }, UnsafeMutableRawPointer(watch), nil)
-        dbus_watch_set_data(watch, UnsafeMutableRawPointer(bitPattern: UInt(id)), nil)
-    }
-
-    static func disable(watch: OpaquePointer) {
-        let id = UInt(bitPattern: dbus_watch_get_data(watch))
-        if id != 0 { LoopContext.remove(guint(id)) }
-        dbus_watch_set_data(watch, nil, nil)
-    }
-
-    static func enable(timeout: OpaquePointer) {
-        guard dbus_timeout_get_enabled(timeout) != 0 else { return }
-        let interval = guint(max(0, dbus_timeout_get_interval(timeout)))
-        let id = LoopContext.addTimeout(milliseconds: interval, { data in
-            dbus_timeout_handle(OpaquePointer(data))
-            return 1
-        }, UnsafeMutableRawPointer(timeout), nil)
-        dbus_timeout_set_data(timeout, UnsafeMutableRawPointer(bitPattern: UInt(id)), nil)
-    }
-
-    static func disable(timeout: OpaquePointer) {
-        let id = UInt(bitPattern: dbus_timeout_get_data(timeout))
-        if id != 0 { LoopContext.remove(guint(id)) }
-        dbus_timeout_set_data(timeout, nil, nil)
     }
 }

@@ -1,3 +1,4 @@
+import Logging
 import ReachabilityCore
 import ReachabilityLoop
 
@@ -307,11 +308,12 @@ public final class ExportedObject {
     func send(_ signal: Signal, interface: String, _ values: [DBusValue], to destinations: [String]?) {
         guard destinations?.isEmpty != true else { return }
         guard self.interface(interface)?.table.signals[signal.name] == signal else {
-            Log.error("\(path) does not declare \(interface).\(signal.name)")
+            tree.logger.error("\(path) does not declare \(interface).\(signal.name)")
             return
         }
         guard values.signature == signal.signature else {
-            Log.error("\(interface).\(signal.name) sent with '\(values.signature)', declared '\(signal.signature)'")
+            tree.logger.error(
+                "\(interface).\(signal.name) sent with '\(values.signature)', declared '\(signal.signature)'")
             return
         }
         tree.emit(path, interface, signal.name, values, destinations)

@@ -1,4 +1,5 @@
 import CDBus
+import Logging
 import ReachabilityCore
 import ReachabilityLoop
 
@@ -30,10 +31,13 @@ public final class MethodCall {
     let signature: String
     var expectedOutput = ""
     private var answered: Bool
+    /// Where a reply that does not match its declaration is logged (the connection's logger).
+    private let logger: Logger
 
     init(responder: CallResponder, sender: String, path: ObjectPath, interface: String, member: String,
-         arguments: [DBusValue], signature: String? = nil, wantsReply: Bool = true) {
+         arguments: [DBusValue], signature: String? = nil, wantsReply: Bool = true, logger: Logger) {
         self.responder = responder
+        self.logger = logger
         self.sender = sender
         self.path = path
         self.interface = interface
@@ -82,8 +86,10 @@ public final class MethodCall {
         guard !answered else { return }
         answered = true
         guard values.signature == expectedOutput else {
-            Log.error("reply to \(interface).\(member) has signature '\(values.signature)', "
-                      + "declared '\(expectedOutput)'")
+            logger.error("""
+                reply to \(interface).\(member) has signature '\(values.signature)', \
+                declared '\(expectedOutput)'
+                """)
             responder.send(error: .failed("internal error: reply of \(member) does not match its declaration"),
                            to: self)
             return

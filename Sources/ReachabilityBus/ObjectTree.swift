@@ -1,3 +1,4 @@
+import Logging
 import ReachabilityCore
 import ReachabilityLoop
 
@@ -56,9 +57,12 @@ public final class ObjectTree {
     var userOf: (String) -> UserID? = { _ in nil }
     /// What each peer that fell behind has not been told (see `withhold`).
     var withheld: [String: [ObjectPath: Withheld]] = [:]
+    /// Where the objects log (a signal that does not match its declaration).
+    let logger: Logger
 
-    init(machineID: @escaping () -> String) {
+    init(machineID: @escaping () -> String, logger: Logger) {
         self.machineID = machineID
+        self.logger = logger
     }
 
     /// The object at `path`, whoever may see it.

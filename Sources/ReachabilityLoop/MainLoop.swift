@@ -95,6 +95,8 @@ package enum LoopContext {
 }
 
 /// A callback box passed to GLib as user data; released by GLib's destroy notify.
+/// Its C functions are written here, in a nonisolated place: the compiler lets them run the
+/// box's `@LoopActor` body only through `LoopActor.assumeIsolated`.
 final class Callback {
     let body: @LoopActor () -> Bool
     init(_ body: @escaping @LoopActor () -> Bool) { self.body = body }
@@ -105,11 +107,18 @@ final class Callback {
         Unmanaged<Callback>.fromOpaque(pointer!).takeUnretainedValue()
     }
 
+    /// Only releases the box (thread-safe, as every release is), so it does not enter the actor.
     static let release: GDestroyNotify = { pointer in
         Unmanaged<Callback>.fromOpaque(pointer!).release()
     }
 
+    /// An idle, timeout or signal source fired.
     static let sourceFunc: GSourceFunc = { pointer in
+        LoopActor.assumeIsolated(from(pointer)) { $0.body() } ? 1 : 0
+    }
+
+    /// An fd source fired.
+    static let fdSourceFunc: GUnixFDSourceFunc = { _, _, pointer in
         LoopActor.assumeIsolated(from(pointer)) { $0.body() } ? 1 : 0
     }
 }
@@ -205,9 +214,7 @@ public enum Sources {
     {
         let (handle, callback) = repeating(body)
         let condition = GIOCondition(rawValue: wanted.rawValue | G_IO_HUP.rawValue | G_IO_ERR.rawValue)
-        let id = LoopContext.addFD(fd, condition, { _, _, pointer in
-            Callback.sourceFunc(pointer)
-        }, callback.retainedPointer, Callback.release)
+        let id = LoopContext.addFD(fd, condition, Callback.fdSourceFunc, callback.retainedPointer, Callback.release)
         return SourceHandle.replacing(handle, id: id)
     }
 

@@ -1,4 +1,5 @@
 import CNetworkManager
+import Logging
 import ReachabilityLoop
 
 /// The modems' signal quality, read from ModemManager on the system bus through
@@ -31,6 +32,7 @@ final class ModemManagerSignals {
     private var nameWatch: guint = 0
     private let cancellable: UnsafeMutablePointer<GCancellable>
     private let onChange: () -> Void
+    private let logger: Logger
     /// What GLib's callbacks hold: a weak way back, so a callback after we are gone does nothing.
     private let handle: Handle
     /// Each modem's signal quality, by object path.
@@ -50,22 +52,13 @@ final class ModemManagerSignals {
 
     /// Connects to the system bus (`g_bus_get`, asynchronously) and starts following
     /// ModemManager there, without starting it when it does not run.
-    init(onChange: @escaping () -> Void) {
+    init(logger: Logger, onChange: @escaping () -> Void) {
         self.onChange = onChange
+        self.logger = logger
         cancellable = g_cancellable_new()
         handle = Handle()
         handle.owner = self
-        g_bus_get(G_BUS_TYPE_SYSTEM, cancellable, { _, result, data in
-            let handle = Unmanaged<Handle>.fromOpaque(data!).takeRetainedValue()
-            var error: UnsafeMutablePointer<GError>?
-            let connection = g_bus_get_finish(result, &error)
-            if let error {
-                ModemManagerSignals.logUnlessCancelled(error, "cannot follow ModemManager's signal quality")
-                return
-            }
-            guard let owner = handle.owner else { return g_object_unref(UnsafeMutableRawPointer(connection)) }
-            owner.attach(connection!)
-        }, Unmanaged.passRetained(handle).toOpaque())
+        g_bus_get(G_BUS_TYPE_SYSTEM, cancellable, Self.busMade, Unmanaged.passRetained(handle).toOpaque())
     }
 
     isolated deinit {
@@ -84,8 +77,59 @@ final class ModemManagerSignals {
         Unmanaged<Handle>.fromOpaque(data!).release()
     }
 
-    private static func owner(_ data: gpointer?) -> ModemManagerSignals? {
-        Unmanaged<Handle>.fromOpaque(data!).takeUnretainedValue().owner
+    // MARK: GIO's callbacks
+    //
+    // GIO calls back on the loop's context, where each subscription was made. Each callback
+    // is written in a nonisolated place, so the compiler lets it reach its owner only through
+    // `LoopActor.assumeIsolated`, which checks that it runs on the loop.
+
+    /// `body` on the loop with the handle's owner, unless it is gone.
+    private nonisolated static func enter<Argument>(
+        _ handle: Handle, _ argument: Argument, _ body: @LoopActor (ModemManagerSignals, Argument) -> Void
+    ) {
+        LoopActor.assumeIsolated((handle, argument)) { handle, argument in
+            if let owner = handle.owner { body(owner, argument) }
+        }
+    }
+
+    private nonisolated static func enter<Argument>(
+        _ data: gpointer?, _ argument: Argument, _ body: @LoopActor (ModemManagerSignals, Argument) -> Void
+    ) {
+        enter(Unmanaged<Handle>.fromOpaque(data!).takeUnretainedValue(), argument, body)
+    }
+
+    /// `g_bus_get` ended (its handle was retained for it). Wraps `g_bus_get_finish`.
+    private nonisolated static let busMade: GAsyncReadyCallback = { _, result, data in
+        let handle = Unmanaged<Handle>.fromOpaque(data!).takeRetainedValue()
+        var error: UnsafeMutablePointer<GError>?
+        guard let connection = g_bus_get_finish(result, &error) else {
+            return logUnlessCancelled(error, from: handle, "cannot follow ModemManager's signal quality")
+        }
+        LoopActor.assumeIsolated((handle, connection)) { handle, connection in
+            guard let owner = handle.owner else { return g_object_unref(UnsafeMutableRawPointer(connection)) }
+            owner.attach(connection)
+        }
+    }
+
+    /// A modem's `PropertiesChanged`.
+    private nonisolated static let modemPropertiesChanged: GDBusSignalCallback = {
+        _, _, path, _, _, parameters, data in
+        enter(data, (String(cString: path!), parameters!)) { owner, signal in
+            owner.propertiesChanged(of: signal.0, signal.1)
+        }
+    }
+
+    /// The object manager added or removed a modem.
+    private nonisolated static let modemsChanged: GDBusSignalCallback = { _, _, _, _, _, _, data in
+        enter(data, ()) { owner, _ in owner.readModems() }
+    }
+
+    private nonisolated static let appeared: GBusNameAppearedCallback = { _, _, _, data in
+        enter(data, ()) { owner, _ in owner.readModems() }
+    }
+
+    private nonisolated static let vanished: GBusNameVanishedCallback = { _, _, data in
+        enter(data, ()) { owner, _ in owner.vanished() }
     }
 
     private func attach(_ connection: OpaquePointer) {
@@ -93,20 +137,15 @@ final class ModemManagerSignals {
         // A modem's properties changed (arg0: the interface).
         subscriptions.append(g_dbus_connection_signal_subscribe(
             connection, Self.busName, "org.freedesktop.DBus.Properties", "PropertiesChanged", nil,
-            Self.modemInterface, G_DBUS_SIGNAL_FLAGS_NONE, { _, _, path, _, _, parameters, data in
-                ModemManagerSignals.owner(data)?.propertiesChanged(of: String(cString: path!), parameters!)
-            }, retainedHandle, Self.releaseHandle))
+            Self.modemInterface, G_DBUS_SIGNAL_FLAGS_NONE, Self.modemPropertiesChanged, retainedHandle,
+            Self.releaseHandle))
         // A modem was exported or went away: read them all again.
         subscriptions.append(g_dbus_connection_signal_subscribe(
             connection, Self.busName, "org.freedesktop.DBus.ObjectManager", nil, Self.managerPath, nil,
-            G_DBUS_SIGNAL_FLAGS_NONE, { _, _, _, _, _, _, data in
-                ModemManagerSignals.owner(data)?.readModems()
-            }, retainedHandle, Self.releaseHandle))
+            G_DBUS_SIGNAL_FLAGS_NONE, Self.modemsChanged, retainedHandle, Self.releaseHandle))
         // ModemManager came (read everything) or went (nothing is known).
         nameWatch = g_bus_watch_name_on_connection(
-            connection, Self.busName, G_BUS_NAME_WATCHER_FLAGS_NONE,
-            { _, _, _, data in ModemManagerSignals.owner(data)?.readModems() },
-            { _, _, data in ModemManagerSignals.owner(data)?.vanished() },
+            connection, Self.busName, G_BUS_NAME_WATCHER_FLAGS_NONE, Self.appeared, Self.vanished,
             retainedHandle, Self.releaseHandle)
     }
 
@@ -124,18 +163,21 @@ final class ModemManagerSignals {
         let call = Unmanaged.passRetained(ReadCall(handle: handle, number: reads)).toOpaque()
         g_dbus_connection_call(
             connection, Self.busName, Self.managerPath, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects",
-            nil, nil, G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, cancellable, { source, result, data in
-                let call = Unmanaged<ReadCall>.fromOpaque(data!).takeRetainedValue()
-                var error: UnsafeMutablePointer<GError>?
-                let reply = g_dbus_connection_call_finish(OpaquePointer(source), result, &error)
-                if let error {
-                    ModemManagerSignals.logUnlessCancelled(error, "cannot read ModemManager's modems")
-                    return
-                }
-                defer { g_variant_unref(reply) }
-                guard let owner = call.handle.owner, owner.reads == call.number else { return }
-                owner.managedObjects(reply!)
-            }, call)
+            nil, nil, G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, cancellable, Self.modemsRead, call)
+    }
+
+    /// `GetManagedObjects` answered (its `ReadCall` was retained for it). Wraps
+    /// `g_dbus_connection_call_finish`.
+    private nonisolated static let modemsRead: GAsyncReadyCallback = { source, result, data in
+        let call = Unmanaged<ReadCall>.fromOpaque(data!).takeRetainedValue()
+        var error: UnsafeMutablePointer<GError>?
+        guard let reply = g_dbus_connection_call_finish(OpaquePointer(source), result, &error) else {
+            return logUnlessCancelled(error, from: call.handle, "cannot read ModemManager's modems")
+        }
+        defer { g_variant_unref(reply) }
+        enter(call.handle, (call.number, reply)) { owner, answer in
+            if owner.reads == answer.0 { owner.managedObjects(answer.1) }
+        }
     }
 
     private final class ReadCall {
@@ -196,9 +238,14 @@ final class ModemManagerSignals {
         return Quality(percent: g_variant_get_uint32(percent), recent: g_variant_get_boolean(recent) != 0)
     }
 
-    private nonisolated static func logUnlessCancelled(_ error: UnsafeMutablePointer<GError>, _ what: String) {
+    /// Logs `error` (and frees it) unless the call was cancelled (its owner is gone).
+    private nonisolated static func logUnlessCancelled(
+        _ error: UnsafeMutablePointer<GError>?, from handle: Handle, _ what: String
+    ) {
+        guard let error else { return }
         let (message, cancelled) = GLibError.take(error)
-        if !cancelled { Log.warning("\(what) (\(message))") }
+        if cancelled { return }
+        enter(handle, message) { owner, message in owner.logger.warning("\(what) (\(message))") }
     }
 
     /// The signal quality in percent of ModemManager's modem at `path` while

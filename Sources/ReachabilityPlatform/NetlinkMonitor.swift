@@ -1,5 +1,6 @@
 import CNetlink
 import Glibc
+import Logging
 import ReachabilityCore
 import ReachabilityLoop
 
@@ -18,9 +19,11 @@ public final class NetlinkMonitor {
     public private(set) var classifier = StalenessClassifier()
     /// The socket's receive buffer asked for: 4 MiB.
     static let receiveBufferSize: Int32 = 4 << 20
+    private let logger: Logger
 
     /// Binds to the groups. Wraps `bind(2)` on an `AF_NETLINK` socket.
-    public init(onChange: @escaping (RouteInvalidation) -> Void) throws(NetlinkError) {
+    public init(logger: Logger, onChange: @escaping (RouteInvalidation) -> Void) throws(NetlinkError) {
+        self.logger = logger
         fd = try Syscall.netlink("socket") {
             socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
                    NETLINK_ROUTE)
@@ -78,7 +81,7 @@ public final class NetlinkMonitor {
                 }
             case .failure(.noBufferSpace):
                 // The kernel dropped events; forget every cached answer.
-                Log.debug("kernel events were lost (ENOBUFS): every answer is asked again")
+                logger.debug("kernel events were lost (ENOBUFS): every answer is asked again")
                 sawSomething = true
                 invalidation.formUnion(classifier.classify(.lost))
             default:

@@ -1,4 +1,5 @@
 import CNetworkManager
+import Logging
 import ReachabilityCore
 import ReachabilityLoop
 
@@ -23,6 +24,7 @@ public final class NetworkManagerBackend {
     private var reportedQualities: [String: LinkQuality] = [:]
     private let cancellable: UnsafeMutablePointer<GCancellable>
     private let onChange: () -> Void
+    private let logger: Logger
     /// Why libnm could not be used at all (no system bus), once known.
     public private(set) var failure: String?
     /// Whether the client's creation has ended, made or failed: until then nothing
@@ -31,27 +33,11 @@ public final class NetworkManagerBackend {
 
     /// Starts creating the libnm client (`nm_client_new_async`); `onChange` is
     /// called once it is ready and after every change.
-    public init(onChange: @escaping () -> Void) {
+    public init(logger: Logger, onChange: @escaping () -> Void) {
         self.onChange = onChange
+        self.logger = logger
         cancellable = g_cancellable_new()
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        // The callback may run after we are gone if creation is cancelled: it then
-        // sees the cancellation error and touches nothing.
-        nm_client_new_async(cancellable, { _, result, data in
-            var error: UnsafeMutablePointer<GError>?
-            let client = nm_client_new_finish(result, &error)
-            if let error {
-                let (message, cancelled) = GLibError.take(error)
-                if cancelled { return }
-                let backend = Unmanaged<NetworkManagerBackend>.fromOpaque(data!).takeUnretainedValue()
-                backend.failure = message
-                Log.warning("cannot reach NetworkManager on the system bus (\(message))")
-                backend.onChange()
-                return
-            }
-            let backend = Unmanaged<NetworkManagerBackend>.fromOpaque(data!).takeUnretainedValue()
-            backend.attach(client!)
-        }, me)
+        nm_client_new_async(cancellable, Self.clientMade, Unmanaged.passUnretained(self).toOpaque())
     }
 
     isolated deinit {
@@ -64,14 +50,47 @@ public final class NetworkManagerBackend {
         }
     }
 
+    // MARK: libnm's callbacks
+    //
+    // libnm calls back on the thread-default context it was created on (the loop's). Each
+    // callback is written in a nonisolated place, so the compiler lets it touch the backend
+    // only through `LoopActor.assumeIsolated`, which checks that it runs on the loop.
+
+    /// `body` on the loop, with the backend whose address libnm hands back as user data.
+    private nonisolated static func enter<Argument>(
+        _ data: gpointer?, _ argument: Argument, _ body: @LoopActor (NetworkManagerBackend, Argument) -> Void
+    ) {
+        LoopActor.assumeIsolated((Unmanaged<NetworkManagerBackend>.fromOpaque(data!).takeUnretainedValue(), argument)) {
+            body($0.0, $0.1)
+        }
+    }
+
+    /// `nm_client_new_async` ended. It may end after we are gone if creation is cancelled:
+    /// it then sees the cancellation error and touches nothing. Wraps `nm_client_new_finish`.
+    private nonisolated static let clientMade: GAsyncReadyCallback = { _, result, data in
+        var error: UnsafeMutablePointer<GError>?
+        let client = nm_client_new_finish(result, &error)
+        if let error {
+            let (message, cancelled) = GLibError.take(error)
+            if cancelled { return }
+            enter(data, message) { backend, message in
+                backend.failure = message
+                backend.logger.warning("cannot reach NetworkManager on the system bus (\(message))")
+                backend.onChange()
+            }
+            return
+        }
+        enter(data, client!) { backend, client in backend.attach(client) }
+    }
+
     /// The swapped callback every libnm signal goes to.
-    private static let changed: @convention(c) (gpointer?) -> Void = { data in
-        Unmanaged<NetworkManagerBackend>.fromOpaque(data!).takeUnretainedValue().somethingChanged()
+    private nonisolated static let changed: @convention(c) (gpointer?) -> Void = { data in
+        enter(data, ()) { backend, _ in backend.somethingChanged() }
     }
 
     /// The swapped callback of an access point's `notify::strength`.
-    private static let strengthChanged: @convention(c) (gpointer?) -> Void = { data in
-        Unmanaged<NetworkManagerBackend>.fromOpaque(data!).takeUnretainedValue().signalChanged()
+    private nonisolated static let strengthChanged: @convention(c) (gpointer?) -> Void = { data in
+        enter(data, ()) { backend, _ in backend.signalChanged() }
     }
 
     private func connect(
@@ -86,7 +105,7 @@ public final class NetworkManagerBackend {
                        "active-connection-removed"] {
             clientHandlers.append(connect(client.raw, signal))
         }
-        Log.info("NetworkManager client ready (running: \(isRunning))")
+        logger.info("NetworkManager client ready (running: \(isRunning))")
         somethingChanged()
     }
 
@@ -166,7 +185,7 @@ public final class NetworkManagerBackend {
         if !devices.contains(where: { nm_device_get_device_type(OpaquePointer($0)) == NM_DEVICE_TYPE_MODEM }) {
             modemManager = nil
         } else if modemManager == nil {
-            modemManager = ModemManagerSignals { [unowned self] in self.signalChanged() }
+            modemManager = ModemManagerSignals(logger: logger) { [unowned self] in self.signalChanged() }
         }
     }
 

@@ -1,4 +1,5 @@
 import CGLib
+import Logging
 import ReachabilityCore
 import ReachabilityLoop
 
@@ -25,19 +26,24 @@ public final class NetworkObserver: NetworkFactSource {
     /// Route answers made stale by kernel events since the last `takeRouteInvalidation()`.
     private var pendingInvalidation = RouteInvalidation(all: true)
     private let onChange: () -> Void
+    private let logger: Logger
 
-    public init(mode: BackendMode, onChange: @escaping () -> Void) throws(NetlinkError) {
+    /// Starts watching; `onChange` after each burst of changes. Every part logs to `logger`
+    /// (the default is temporary: `TargetEvaluator` does not pass its logger yet).
+    public init(mode: BackendMode, logger: Logger = Log.compatibilityLogger,
+                onChange: @escaping () -> Void) throws(NetlinkError) {
         self.mode = mode
         self.onChange = onChange
+        self.logger = logger
         netlink = try Netlink()
-        monitor = try NetlinkMonitor { [unowned self] invalidation in
+        monitor = try NetlinkMonitor(logger: logger) { [unowned self] invalidation in
             self.pendingInvalidation.formUnion(invalidation)
             self.scheduleChange()
         }
         if let links = try? netlink.links() { monitor?.seed(links) }
         if mode != .kernel {
             // The client's creation (or its failure) triggers the first evaluation.
-            networkManager = NetworkManagerBackend { [unowned self] in self.scheduleChange() }
+            networkManager = NetworkManagerBackend(logger: logger) { [unowned self] in self.scheduleChange() }
         } else {
             // Nothing else would: the kernel's facts are there now.
             scheduleChange()
@@ -81,7 +87,7 @@ public final class NetworkObserver: NetworkFactSource {
             facts.links = try netlink.links()
             facts.addresses = try netlink.addresses()
         } catch {
-            Log.error("cannot read the kernel's links and addresses: \(error)")
+            logger.error("cannot read the kernel's links and addresses: \(error)")
         }
         return facts
     }
@@ -155,7 +161,7 @@ extension NetworkObserver {
         do {
             return try question()
         } catch {
-            Log.error("cannot \(what): \(error)")
+            logger.error("cannot \(what): \(error)")
             return fallback
         }
     }

@@ -1,4 +1,5 @@
 import Glibc
+import Logging
 import ReachabilityBus
 import ReachabilityCore
 import ReachabilityLoop
@@ -45,7 +46,8 @@ public final class Daemon {
     private let internet: TargetObject
     /// The targets wired to the evaluator (its sink).
     private let wiring: TargetWiring
-    private let logControl = LogControlObject()
+    private let logControl: LogControlObject
+    private let logger: Logger
     private let metrics: MetricsObject
     private var signalSources: [SourceHandle] = []
     private var exitCode: Int32 = 0
@@ -67,14 +69,16 @@ public final class Daemon {
     /// nothing in `networkmanager` mode), and the backend's answer follows as a change.
     public static let readyBound: UInt32 = 5000
 
-    /// Sets up on `loop`, which the calling thread runs.
-    public init(options: Options, loop: MainLoop) throws(Exit) {
+    /// Sets up on `loop`, which the calling thread runs. Everything logs to `logger`;
+    /// `LogControl1` sets the level and target of `log` (the one `logger` writes to).
+    public init(options: Options, loop: MainLoop, logger: Logger, log: SystemLog) throws(Exit) {
         self.loop = loop
-        if options.verbose { Log.level = .debug }
+        self.logger = logger
+        logControl = LogControlObject(log: log, logger: logger)
         backendMode = options.backend
         replace = options.replace
         do {
-            connection = try BusConnection(options.bus)
+            connection = try BusConnection(options.bus, logger: logger)
         } catch {
             throw .failure(error.message)
         }
@@ -101,7 +105,7 @@ public final class Daemon {
         // Before the name is ours: whoever sees it may stop us at once, and must get a clean exit.
         for signal in [SIGTERM, SIGINT] {
             signalSources.append(Sources.onSignal(signal) { [unowned self] in
-                Log.info("received signal \(signal); exiting")
+                self.logger.info("received signal \(signal); exiting")
                 self.loop.quit()
             })
         }
@@ -116,10 +120,12 @@ public final class Daemon {
     private func reload() {
         let evaluator = requests.evaluator
         guard evaluator.hasFacts else {
-            return Log.info("received SIGHUP before the first evaluation; it is under way")
+            return logger.info("received SIGHUP before the first evaluation; it is under way")
         }
-        Log.info("received SIGHUP; evaluating everything again and looking every host up again "
-                 + "(the command line is the configuration: nothing else to re-read)")
+        logger.info("""
+            received SIGHUP; evaluating everything again and looking every host up again \
+            (the command line is the configuration: nothing else to re-read)
+            """)
         evaluator.reevaluateEverything()
     }
 
@@ -133,29 +139,33 @@ public final class Daemon {
         if waitedTooLong {
             // Evaluated from what answered (the kernel, in `auto` mode), so the first caller gets that.
             requests.evaluator.networkChanged()
-            Log.warning("the backend gave no first answer within \(Self.readyBound) ms; serving with what is "
-                        + "known (backend \(manager.backend.rawValue)), its answer follows as a change")
+            logger.warning("""
+                the backend gave no first answer within \(Self.readyBound) ms; serving with what is \
+                known (backend \(manager.backend.rawValue)), its answer follows as a change
+                """)
         }
         do {
             try connection.requestName(Names.busName, replace: replace)
         } catch {
-            Log.error(error.message)
+            logger.error("\(error.message)")
             exitCode = 1
             return loop.quit()
         }
         let elapsed = Double(MonotonicClock.microseconds() - started) / 1000
-        Log.info("serving \(Names.busName) as \(connection.uniqueName), version \(Names.version) "
-                 + "(backend \(manager.backend.rawValue), ready in \(elapsed) ms)")
+        logger.info("""
+            serving \(Names.busName) as \(connection.uniqueName), version \(Names.version) \
+            (backend \(manager.backend.rawValue), ready in \(elapsed) ms)
+            """)
     }
 
     /// Runs until SIGTERM/SIGINT, the loss of the name or of the bus. Returns the exit status.
     public func run() throws(Exit) -> Int32 {
         connection.onNameLost = { [unowned self] name in
-            Log.info("lost \(name) (replaced by another instance); exiting")
+            self.logger.info("lost \(name) (replaced by another instance); exiting")
             self.loop.quit()
         }
         connection.onDisconnected = { [unowned self] in
-            Log.error("disconnected from the bus; exiting")
+            self.logger.error("disconnected from the bus; exiting")
             self.exitCode = 1
             self.loop.quit()
         }
@@ -206,14 +216,14 @@ extension Daemon: EvaluationEvents {
         let old = manager.backend
         guard old != facts.backend else { return }
         if old == .networkManager {
-            Log.warning("NetworkManager left the bus; the kernel's facts are used meanwhile",
-                        .networkManagerLost, ["REACH_BACKEND": facts.backend.rawValue])
+            logger.warning("NetworkManager left the bus; the kernel's facts are used meanwhile",
+                           metadata: .event(.networkManagerLost, ["backend": "\(facts.backend.rawValue)"]))
         } else if facts.backend == .networkManager && old != .none {
-            Log.notice("NetworkManager is back on the bus; its facts are used again",
-                       .networkManagerBack, ["REACH_BACKEND": facts.backend.rawValue])
+            logger.notice("NetworkManager is back on the bus; its facts are used again",
+                          metadata: .event(.networkManagerBack, ["backend": "\(facts.backend.rawValue)"]))
         }
-        Log.info("backend: \(facts.backend.rawValue) (mode \(backendMode.rawValue))", .backendSwitched,
-                 ["REACH_BACKEND": facts.backend.rawValue, "REACH_BACKEND_MODE": backendMode.rawValue])
+        logger.info("backend: \(facts.backend.rawValue) (mode \(backendMode.rawValue))", metadata: .event(
+            .backendSwitched, ["backend": "\(facts.backend.rawValue)", "backend.mode": "\(backendMode.rawValue)"]))
         metrics.backendChanged(to: facts.backend,
                                networkManagerBack: facts.backend == .networkManager && old != .none)
         manager.backend = facts.backend
@@ -221,7 +231,8 @@ extension Daemon: EvaluationEvents {
 
     public func pathChanged(_ state: PathState) {
         if state.summary != (paths.object?.state ?? .none).summary {
-            Log.notice("path: \(state.summary)", .pathChanged, ["REACH_REASON": state.reason?.rawValue ?? ""])
+            logger.notice("path: \(state.summary)",
+                          metadata: .event(.pathChanged, ["reason": "\(state.reason?.rawValue ?? "")"]))
         }
         paths.object?.update(state)
         metrics.pathChanged(state)

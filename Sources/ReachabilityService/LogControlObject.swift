@@ -1,38 +1,51 @@
+import Logging
 import ReachabilityBus
 import ReachabilityCore
 import ReachabilityLoop
 
-/// `org.freedesktop.LogControl1` on `/org/freedesktop/LogControl1`: the log's level
-/// and target at run time (`systemctl service-log-level`, `service-log-target`).
-/// Everyone reads; root alone sets (the bus policy says so too).
+/// `org.freedesktop.LogControl1` on `/org/freedesktop/LogControl1`: the level and target
+/// of the daemon's ``SystemLog`` at run time (`systemctl service-log-level`,
+/// `service-log-target`). Everyone reads; root alone sets (the bus policy says so too).
 @LoopActor
 final class LogControlObject {
+    /// The log whose level and target are set.
+    let log: SystemLog
+    /// Where a change is told.
+    let logger: Logger
+
+    init(log: SystemLog, logger: Logger) {
+        self.log = log
+        self.logger = logger
+    }
+
     /// The `LogControl1` interface: every member declared once, here.
     nonisolated static let interface = Interface<LogControlObject>(
         Names.logControlInterface,
         properties: [
-            Property(Contract.LogControl1.logLevel, { _ in .string(Log.level.name) }, set: { _, value, call throws(BusError) in
+            Property(Contract.LogControl1.logLevel, { .string($0.log.level.name) }, set: {
+                object, value, call throws(BusError) in
                 let name = try root(call, value, setting: "LogLevel")
                 guard let level = Log.Priority(name: name) else {
                     throw .invalidArgs("LogLevel is one of \(Log.Priority.allCases.map(\.name).joined(separator: ", "))"
                                        + ", not \(InvalidTarget.quoted(name))")
                 }
-                Log.level = level
-                Log.notice("log level set to \(level.name) by \(call.sender)")
+                object.log.level = level
+                object.logger.notice("log level set to \(level.name) by \(call.sender)")
             }),
-            Property(Contract.LogControl1.logTarget, { _ in .string(Log.target.rawValue) }, set: { _, value, call throws(BusError) in
+            Property(Contract.LogControl1.logTarget, { .string($0.log.target.rawValue) }, set: {
+                object, value, call throws(BusError) in
                 let name = try root(call, value, setting: "LogTarget")
                 if name == "auto" {
-                    Log.setTarget(nil)
+                    object.log.setTarget(nil)
                 } else if let target = Log.Target(rawValue: name) {
-                    Log.setTarget(target)
+                    object.log.setTarget(target)
                 } else {
                     throw .invalidArgs("LogTarget is one of \(Log.Target.allCases.map(\.rawValue).joined(separator: ", "))"
                                        + " or auto, not \(InvalidTarget.quoted(name))")
                 }
-                Log.notice("log target set to \(Log.target.rawValue) by \(call.sender)")
+                object.logger.notice("log target set to \(object.log.target.rawValue) by \(call.sender)")
             }),
-            Property(Contract.LogControl1.syslogIdentifier) { _ in .string(Log.program ?? "reachabilityd") },
+            Property(Contract.LogControl1.syslogIdentifier) { .string($0.log.program) },
         ],
         introspection: Names.contract[Names.logControlInterface])
 

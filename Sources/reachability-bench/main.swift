@@ -23,7 +23,7 @@ let properties = "org.freedesktop.DBus.Properties"
 // Blocking calls only: this thread owns the loop (so the connection may be used), never runs it.
 LoopActor.assumeIsolated(MainLoop()) { _ in
 do {
-    let bus = try BusConnection(.custom(address))
+    let bus = try BusConnection(.custom(address), logger: SystemLog(program: "reachability-bench").logger)
     // Watch the host so that Get and Query hit a cached target.
     let watched = try bus.call(destination: name, path: root, interface: name + ".Manager", member: "WatchHost",
                                [.string(host)])

@@ -1,16 +1,22 @@
 import Glibc
+import Logging
 import ReachabilityBus
 import ReachabilityLoop
 import ReachabilityService
 
 /// Set up, announce, loop: everything else lives in ReachabilityService.
 func main() -> Int32 {
+    // The log, chosen once: the journal, `<N>` lines or a terminal (`SystemLog`), handed down
+    // as a `Logger` to everything the daemon makes. No `LoggingSystem.bootstrap`: nothing
+    // here asks swift-log for a logger by label.
+    let log = SystemLog(program: "reachabilityd")
+    let logger = log.logger
     let command: Daemon.Options.Command
     let options: Daemon.Options
     do {
         (command, options) = try Daemon.Options.parse(Array(CommandLine.arguments.dropFirst()))
     } catch {
-        Log.error("\(error.description)\n\(Daemon.Options.usage)")
+        logger.error("\(error.description)\n\(Daemon.Options.usage)")
         return 2
     }
     switch command {
@@ -21,16 +27,19 @@ func main() -> Int32 {
         print("reachabilityd \(Names.version)")
         return 0
     case .run:
+        if options.verbose { log.level = .debug }
+        // TEMPORARY (issue 29): the files that still call `Log.info(…)` write here too.
+        Log.processLog = log
         // The exporter, chosen once: every instrument below reports to it.
         var options = options
         options.metricsText = PrometheusExport.bootstrap()
         // From here this thread is the loop's: everything below runs on LoopActor.
         return LoopActor.assumeIsolated(MainLoop()) { loop in
             do throws(Daemon.Exit) {
-                let daemon = try Daemon(options: options, loop: loop)
+                let daemon = try Daemon(options: options, loop: loop, logger: logger, log: log)
                 return try daemon.run()
             } catch {
-                Log.error(error.description)
+                logger.error("\(error.description)")
                 return 1
             }
         }

@@ -21,6 +21,8 @@ struct DispatcherTests {
             Method("Later", input: "", output: "u") { _, _ in nil },
             // A table whose handler reads more than its declaration: the argument accessors catch it.
             Method("Greedy", input: "s", output: "s") { _, call throws(BusError) in [.string(try call.string(3))] },
+            // A handler whose reply is not what it declares.
+            Method("Wrong", input: "", output: "s") { _, _ in [.uint32(1)] },
         ],
         properties: [Property("Flags", "u") { .uint32($0.flags) }],
         signals: [Signal("Changed", signature: "u")],
@@ -47,10 +49,13 @@ struct DispatcherTests {
     /// A tree with a manager object at `root` and a plain object at `child`.
     @LoopActor
     final class Fixture {
-        let tree = ObjectTree(machineID: { "0123456789abcdef0123456789abcdef" })
+        /// The tree's own log.
+        let log = recordingLogger()
+        let tree: ObjectTree
         let thing = Thing()
         var signals: [(ObjectPath, String, String)] = []
         init() {
+            tree = ObjectTree(machineID: { "0123456789abcdef0123456789abcdef" }, logger: log.logger)
             tree.emit = { [unowned self] path, interface, name, _, _ in self.signals.append((path, interface, name)) }
             tree.addObjectManager(at: DispatcherTests.root)
             tree.export(at: DispatcherTests.root, interfaces: [DispatcherTests.interface.bound(to: thing)])
@@ -64,7 +69,7 @@ struct DispatcherTests {
             let recorder = Recorder()
             do {
                 let call = MethodCall(responder: recorder, sender: ":1.1", path: path, interface: interface,
-                                      member: member, arguments: arguments)
+                                      member: member, arguments: arguments, logger: tree.logger)
                 Dispatcher.dispatch(call, in: tree)
             }
             #expect(recorder.answers.count == 1, "\(interface).\(member) at \(path): \(recorder.answers)")
@@ -127,6 +132,22 @@ struct DispatcherTests {
     @Test("a call that is not answered at once is answered with Failed when dropped")
     @LoopActor func unanswered() {
         #expect(Fixture().call(Self.child, "org.example.Thing", "Later") == .error(BusError.prefix + "Failed"))
+    }
+
+    @Test("a reply or a signal that does not match its declaration is not sent, and the tree's logger hears why")
+    @LoopActor func mismatchLogged() throws {
+        let fixture = Fixture()
+        #expect(fixture.call(Self.child, "org.example.Thing", "Wrong") == .error(BusError.prefix + "Failed"))
+        let object = try #require(fixture.tree.object(at: Self.child))
+        let sent = fixture.signals.count
+        object.emit(Signal("Changed", signature: "u"), interface: "org.example.Thing", [.string("not a number")])
+        object.emit(Signal("Unknown", signature: ""), interface: "org.example.Thing", [])
+        #expect(fixture.signals.count == sent)
+        let errors = fixture.log.records.entries.filter { $0.level == .error }.map { "\($0.message)" }
+        #expect(errors.count == 3, "\(errors)")
+        #expect(errors.first?.contains("reply to org.example.Thing.Wrong has signature 'u', declared 's'") == true)
+        #expect(errors.dropFirst().first?.contains("org.example.Thing.Changed sent with 's', declared 'u'") == true)
+        #expect(errors.last?.contains("does not declare org.example.Thing.Unknown") == true)
     }
 
     @Test("introspection and Ping answer on every path, the tree's children listed")

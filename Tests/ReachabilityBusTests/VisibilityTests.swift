@@ -39,7 +39,7 @@ struct VisibilityTests {
 
     @LoopActor
     final class Fixture {
-        let tree = ObjectTree(machineID: { "0123456789abcdef0123456789abcdef" })
+        let tree = ObjectTree(machineID: { "0123456789abcdef0123456789abcdef" }, logger: recordingLogger().logger)
         let thing = Thing()
         let holders = Holders()
         var signals: [(String, [String]?)] = []
@@ -57,7 +57,7 @@ struct VisibilityTests {
             let recorder = Recorder()
             do {
                 let call = MethodCall(responder: recorder, sender: ":1.9", path: path, interface: interface,
-                                      member: member, arguments: arguments)
+                                      member: member, arguments: arguments, logger: tree.logger)
                 call.user = user
                 Dispatcher.dispatch(call, in: tree)
             }

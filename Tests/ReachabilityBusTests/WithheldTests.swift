@@ -37,7 +37,7 @@ struct WithheldTests {
     /// `:1.1` reads; `:1.2` is behind while `behind` says so.
     @LoopActor
     final class Fixture {
-        let tree = ObjectTree(machineID: { "0123456789abcdef0123456789abcdef" })
+        let tree = ObjectTree(machineID: { "0123456789abcdef0123456789abcdef" }, logger: recordingLogger().logger)
         let thing = Thing()
         let audience = Listeners([":1.1", ":1.2"])
         var behind: Set<String> = []

@@ -9,7 +9,7 @@ extension ObjectTree {
                 from sender: String, as user: UInt32) -> Result<[DBusValue], BusError>? {
         let recorder = Recorder()
         let call = MethodCall(responder: recorder, sender: sender, path: path, interface: interface,
-                              member: member, arguments: arguments)
+                              member: member, arguments: arguments, logger: logger)
         call.user = user
         Dispatcher.dispatch(call, in: self)
         return recorder.answers.first

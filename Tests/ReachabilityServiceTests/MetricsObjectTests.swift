@@ -12,7 +12,7 @@ struct MetricsObjectTests {
 
     @LoopActor
     final class Fixture {
-        let tree = ObjectTree(machineID: { "0123456789abcdef0123456789abcdef" })
+        let tree = ObjectTree(machineID: { "0123456789abcdef0123456789abcdef" }, logger: recordingLogger().logger)
         let metrics: MetricsObject
         var signals: [(String, [String]?)] = []
 

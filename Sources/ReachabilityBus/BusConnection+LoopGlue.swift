@@ -1,0 +1,89 @@
+import CDBus
+import CGLib
+import ReachabilityLoop
+
+/// libdbus watch and timeout callbacks on GLib sources. The source id is kept
+/// as the watch's (timeout's) data pointer. libdbus calls the functions below from
+/// the thread that called into it, and GLib the sources' from the loop: each enters
+/// the actor through `LoopActor.assumeIsolated`, as the connection's callbacks do.
+@LoopActor
+enum LoopGlue {
+    nonisolated static let addWatch: DBusAddWatchFunction = { watch, _ in
+        LoopActor.assumeIsolated(watch!) { enable(watch: $0) }
+        return 1
+    }
+
+    nonisolated static let removeWatch: DBusRemoveWatchFunction = { watch, _ in
+        LoopActor.assumeIsolated(watch!) { disable(watch: $0) }
+    }
+
+    nonisolated static let toggleWatch: DBusWatchToggledFunction = { watch, _ in
+        LoopActor.assumeIsolated(watch!) { watch in
+            disable(watch: watch)
+            enable(watch: watch)
+        }
+    }
+
+    nonisolated static let addTimeout: DBusAddTimeoutFunction = { timeout, _ in
+        LoopActor.assumeIsolated(timeout!) { enable(timeout: $0) }
+        return 1
+    }
+
+    nonisolated static let removeTimeout: DBusRemoveTimeoutFunction = { timeout, _ in
+        LoopActor.assumeIsolated(timeout!) { disable(timeout: $0) }
+    }
+
+    nonisolated static let toggleTimeout: DBusTimeoutToggledFunction = { timeout, _ in
+        LoopActor.assumeIsolated(timeout!) { timeout in
+            disable(timeout: timeout)
+            enable(timeout: timeout)
+        }
+    }
+
+    /// The watch's fd is ready. Wraps `dbus_watch_handle`.
+    nonisolated static let watchReady: GUnixFDSourceFunc = { _, condition, data in
+        var flags: UInt32 = 0
+        if condition.rawValue & G_IO_IN.rawValue != 0 { flags |= UInt32(DBUS_WATCH_READABLE.rawValue) }
+        if condition.rawValue & G_IO_OUT.rawValue != 0 { flags |= UInt32(DBUS_WATCH_WRITABLE.rawValue) }
+        if condition.rawValue & G_IO_HUP.rawValue != 0 { flags |= UInt32(DBUS_WATCH_HANGUP.rawValue) }
+        if condition.rawValue & G_IO_ERR.rawValue != 0 { flags |= UInt32(DBUS_WATCH_ERROR.rawValue) }
+        LoopActor.assumeIsolated(OpaquePointer(data)) { watch in _ = dbus_watch_handle(watch, flags) }
+        return 1
+    }
+
+    /// The timeout is due. Wraps `dbus_timeout_handle`.
+    nonisolated static let timeoutDue: GSourceFunc = { data in
+        LoopActor.assumeIsolated(OpaquePointer(data)) { timeout in _ = dbus_timeout_handle(timeout) }
+        return 1
+    }
+
+    static func enable(watch: OpaquePointer) {
+        guard dbus_watch_get_enabled(watch) != 0 else { return }
+        let flags = dbus_watch_get_flags(watch)
+        var condition = G_IO_HUP.rawValue | G_IO_ERR.rawValue
+        if flags & UInt32(DBUS_WATCH_READABLE.rawValue) != 0 { condition |= G_IO_IN.rawValue }
+        if flags & UInt32(DBUS_WATCH_WRITABLE.rawValue) != 0 { condition |= G_IO_OUT.rawValue }
+        let id = LoopContext.addFD(dbus_watch_get_unix_fd(watch), GIOCondition(condition), watchReady,
+                                   UnsafeMutableRawPointer(watch), nil)
+        dbus_watch_set_data(watch, UnsafeMutableRawPointer(bitPattern: UInt(id)), nil)
+    }
+
+    static func disable(watch: OpaquePointer) {
+        let id = UInt(bitPattern: dbus_watch_get_data(watch))
+        if id != 0 { LoopContext.remove(guint(id)) }
+        dbus_watch_set_data(watch, nil, nil)
+    }
+
+    static func enable(timeout: OpaquePointer) {
+        guard dbus_timeout_get_enabled(timeout) != 0 else { return }
+        let interval = guint(max(0, dbus_timeout_get_interval(timeout)))
+        let id = LoopContext.addTimeout(milliseconds: interval, timeoutDue, UnsafeMutableRawPointer(timeout), nil)
+        dbus_timeout_set_data(timeout, UnsafeMutableRawPointer(bitPattern: UInt(id)), nil)
+    }
+
+    static func disable(timeout: OpaquePointer) {
+        let id = UInt(bitPattern: dbus_timeout_get_data(timeout))
+        if id != 0 { LoopContext.remove(guint(id)) }
+        dbus_timeout_set_data(timeout, nil, nil)
+    }
+}
