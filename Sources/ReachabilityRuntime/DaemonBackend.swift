@@ -47,6 +47,14 @@ final class DaemonBackend: FeedBackend {
     /// Targets the daemon announced (`InterfacesAdded`) before its reply named them.
     private var announced: [ObjectPath: [String: DBusValue]] = [:]
     private var startsInFlight = 0
+    /// Calls to the service waiting for their replies, and those waiting for their turn.
+    private var callsInFlight = 0
+    private var queuedCalls = Ring<() -> Void>()
+    /// At most this many calls wait for their replies at once; the rest wait their turn, in
+    /// order. A bus refuses a connection more (dbus-daemon: `max_replies_per_connection`, 128
+    /// on the system bus), and a program that makes hundreds of references at once must not
+    /// have some of them fail for it.
+    static let callWindow = 64
     /// The path object, while a path monitor in this process runs.
     var pathWatch: PathWatch?
     static let root = ObjectPath(rawValue: ServiceNames.rootPath)!
@@ -104,10 +112,21 @@ final class DaemonBackend: FeedBackend {
         }
     }
 
+    /// Calls the service, in the order asked, with at most `callWindow` waiting for replies.
     func call(_ path: ObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
               reply: @escaping (Result<[DBusValue], BusError>) -> Void) {
-        connection.callAsync(destination: ServiceNames.busName, path: path, interface: interface, member: member,
-                             arguments, reply: reply)
+        let send = { [unowned self] in
+            self.callsInFlight += 1
+            self.connection.callAsync(destination: ServiceNames.busName, path: path, interface: interface,
+                                      member: member, arguments) { [weak self] result in
+                if let self {
+                    self.callsInFlight -= 1
+                    if self.callsInFlight < Self.callWindow, let next = self.queuedCalls.popFirst() { next() }
+                }
+                reply(result)
+            }
+        }
+        if callsInFlight < Self.callWindow && queuedCalls.isEmpty { send() } else { queuedCalls.append(send) }
     }
 
     // MARK: FeedBackend
@@ -201,8 +220,13 @@ final class DaemonBackend: FeedBackend {
         guard values.count >= 2 else { return }
         if member == "PropertiesChanged" {
             guard values[0].stringValue == ServiceNames.targetInterface, case .dictionary(_, _, let entries) = values[1],
-                let object = ObjectPath(rawValue: path), let watch = watchesByPath[object]
+                let object = ObjectPath(rawValue: path)
             else { return }
+            guard let watch = watchesByPath[object] else {
+                // A change after its announcement, before the reply that names it.
+                announced[object]?.merge(Self.dictionary(entries)) { $1 }
+                return
+            }
             watch.properties.merge(Self.dictionary(entries)) { $1 }
             return watch.publish()
         }

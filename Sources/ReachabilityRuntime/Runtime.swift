@@ -154,6 +154,7 @@ package final class Runtime {
                                              end: { subscription.deliver(.failure($0)) }, established: established)
                 self.join(subscription.id, subscription.key, mode: mode, listener)
             case .failure(let error):
+                Log.debug("cannot watch \(subscription.key.target): \(error)")
                 established(error)
                 subscription.deliver(.failure(error))
             }
