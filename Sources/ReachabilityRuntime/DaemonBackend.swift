@@ -197,11 +197,15 @@ final class DaemonBackend: FeedBackend {
         let generation = watch.generation
         readProperties(at: path, of: ServiceNames.targetInterface) { [weak self] result in
             guard let self, self.watchesByPath[path] === watch, watch.generation == generation else { return }
-            guard case .success(let properties) = result else {
-                return Log.error("GetAll on \(path.rawValue): \(result)")
+            switch result {
+            case .success(let properties):
+                watch.properties = properties
+                watch.publish()
+            case .failure(let error):
+                Log.error("GetAll on \(path.rawValue): \(error)")
+                // No first answer can come from it: its subscribers hear why (a later one tries again).
+                if !watch.feed.isSettled { watch.feed.fail(ReachabilityError(error)) }
             }
-            watch.properties = properties
-            watch.publish()
         }
     }
 
