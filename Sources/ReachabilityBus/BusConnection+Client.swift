@@ -148,11 +148,39 @@ extension BusConnection {
         return SignalSubscription(connection: self, rule: rule, number: number)
     }
 
+    /// Calls `handler` for every signal that `name`'s current owner sends to this connection
+    /// itself (a unicast signal, its destination this connection), until the subscription is
+    /// cancelled: the path it was emitted at, its member, and its arguments. No match rule:
+    /// the bus delivers a message to its destination whatever the destination's rules (they
+    /// select broadcasts only), so a service that sends each client its own signals needs
+    /// none per object, and one handler serves all of them. `wants(interface, member)`
+    /// chooses, before anything is decoded, the signals `handler` gets. The owner is the one
+    /// `followOwner(of:)` learnt from the bus driver; a signal from anybody else is dropped.
+    public func receiveUnicastSignals(
+        from name: String, wants: @escaping (_ interface: String, _ member: String) -> Bool,
+        _ handler: @escaping (_ path: String, _ member: String, _ values: [DBusValue]) -> Void
+    ) -> SignalSubscription {
+        let number = addSignalHandler { [unowned self] message in
+            guard let destination = dbus_message_get_destination(message), let owner = self.knownOwners[name],
+                Self.sender(of: message) == owner, String(cString: destination) == self.uniqueName,
+                let interface = dbus_message_get_interface(message).map({ String(cString: $0) }),
+                let member = dbus_message_get_member(message).map({ String(cString: $0) }),
+                wants(interface, member), let path = dbus_message_get_path(message).map({ String(cString: $0) }),
+                let values = MessageCodec.decodeBody(message)
+            else { return }
+            handler(path, member, values)
+        }
+        return SignalSubscription(connection: self, rule: nil, number: number)
+    }
+
     /// Calls `handler(newOwner)` whenever `name` changes owner (`""`: it has none now),
     /// as the bus driver announces it, and keeps the owner for `subscribe(sender:…)`.
     /// The current owner is asked for once (`GetNameOwner`); the bus sends its reply
     /// in order with the announcements, so the last word is always the right one.
-    public func followOwner(of name: String, _ handler: @escaping (String) -> Void) -> SignalSubscription {
+    /// `current` gets that reply's owner (`""`: none, or no answer), once, before any
+    /// change announced after it.
+    public func followOwner(of name: String, current: ((String) -> Void)? = nil,
+                            _ handler: @escaping (String) -> Void) -> SignalSubscription {
         let subscription = subscribe(
             sender: Self.busDriver, path: ObjectPath("/org/freedesktop/DBus"), interface: "org.freedesktop.DBus",
             member: "NameOwnerChanged", argument0: name
@@ -163,9 +191,12 @@ extension BusConnection {
         }
         callAsync(destination: Self.busDriver, path: ObjectPath("/org/freedesktop/DBus"),
                   interface: "org.freedesktop.DBus", member: "GetNameOwner", [.string(name)]) { [weak self] result in
-            if case .success(let values) = result, let owner = values.first?.stringValue {
-                self?.knownOwners[name] = owner
+            var owner = ""
+            if case .success(let values) = result, let unique = values.first?.stringValue {
+                self?.knownOwners[name] = unique
+                owner = unique
             }
+            current?(owner)
         }
         return subscription
     }
@@ -192,21 +223,21 @@ private final class ReplyBox {
     static let release: DBusFreeFunction = { data in Unmanaged<ReplyBox>.fromOpaque(data!).release() }
 }
 
-/// A signal match; cancelled (its rule removed) when dropped.
+/// A signal match; cancelled (its rule, if it has one, removed) when dropped.
 @LoopActor
 public final class SignalSubscription {
     private weak var connection: BusConnection?
-    private let rule: String
+    private let rule: String?
     private let number: Int
 
-    init(connection: BusConnection, rule: String, number: Int) {
+    init(connection: BusConnection, rule: String?, number: Int) {
         self.connection = connection
         self.rule = rule
         self.number = number
     }
 
     public func cancel() {
-        guard let connection, connection.signalHandlers.removeValue(forKey: number) != nil else { return }
+        guard let connection, connection.signalHandlers.removeValue(forKey: number) != nil, let rule else { return }
         dbus_bus_remove_match(connection.raw, rule, nil)
     }
 

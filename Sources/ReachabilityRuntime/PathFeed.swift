@@ -33,7 +33,10 @@ extension Runtime {
     /// Adds a subscriber to the path feed of the mode the library would use
     /// (the daemon when it is on the bus, else in-process); opened on first use.
     func subscribePath(_ id: Int, _ receive: @escaping @Sendable (PathState) -> Void) {
-        whenChosen(id, ModeChoice(requested: nil)) { [unowned self] result in
+        choosingPath.insert(id)
+        mode(nil) { [unowned self] result in
+            // A subscriber that left while the mode was being chosen is dropped here.
+            guard self.choosingPath.remove(id) != nil else { return }
             self.subscribePath(id, mode: result, receive)
         }
     }
@@ -53,7 +56,7 @@ extension Runtime {
     }
 
     func unsubscribePath(_ id: Int) {
-        if dropWhileChoosing(id) { return }
+        if choosingPath.remove(id) != nil { return }
         guard let mode = pathFeedOfSubscriber.removeValue(forKey: id), let feed = pathFeeds[mode] else { return }
         feed.remove(id)
         guard feed.isEmpty else { return }

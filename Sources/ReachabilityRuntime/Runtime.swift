@@ -6,87 +6,6 @@ import ReachabilityLoop
 import ReachabilityPlatform
 import Synchronization
 
-/// Who gets a feed's states: a manager's listener or an update sequence.
-package struct Subscriber: Sendable {
-    let receive: @Sendable (ReachabilityState) -> Void
-    let fail: @Sendable (ReachabilityError) -> Void
-
-    package init(receive: @escaping @Sendable (ReachabilityState) -> Void,
-                 fail: @escaping @Sendable (ReachabilityError) -> Void) {
-        self.receive = receive
-        self.fail = fail
-    }
-}
-
-/// One watched target in this process, shared by every subscriber to it.
-/// Lives on the loop thread. Subscribers get the current state once it is a
-/// real answer, then every change.
-@LoopActor
-final class Feed {
-    let key: FeedKey
-    private(set) var state: ReachabilityState = .unknown
-    private(set) var isSettled = false
-    private var subscribers: [Int: Subscriber] = [:]
-    /// Callers waiting to learn whether the watch could be set up.
-    private var opening: [(ReachabilityError?) -> Void]? = []
-
-    init(key: FeedKey) { self.key = key }
-
-    var isEmpty: Bool { subscribers.isEmpty }
-
-    func add(_ id: Int, _ subscriber: Subscriber, established: @escaping (ReachabilityError?) -> Void) {
-        subscribers[id] = subscriber
-        if opening != nil {
-            opening!.append(established)
-        } else {
-            established(nil)
-            if isSettled { subscriber.receive(state) }
-        }
-    }
-
-    func remove(_ id: Int) { subscribers[id] = nil }
-
-    /// The backend has set the watch up (or could not).
-    func opened(_ error: ReachabilityError?) {
-        let waiting = opening ?? []
-        opening = nil
-        for established in waiting { established(error) }
-        if let error { fail(error) } else if isSettled { for s in subscribers.values { s.receive(state) } }
-    }
-
-    /// A new state from the backend; `settled` once it is a real answer.
-    func publish(_ new: ReachabilityState, settled: Bool) {
-        let wasSettled = isSettled
-        let changed = new != state
-        state = new
-        isSettled = isSettled || settled
-        guard opening == nil, isSettled, changed || !wasSettled else { return }
-        for s in subscribers.values { s.receive(state) }
-    }
-
-    /// The watch ended with an error; every subscriber hears it and is dropped.
-    func fail(_ error: ReachabilityError) {
-        let all = subscribers.values
-        subscribers = [:]
-        for s in all { s.fail(error) }
-    }
-}
-
-/// A source of feeds: the daemon or the in-process engine. Used on the loop thread.
-@LoopActor
-protocol FeedBackend: AnyObject {
-    /// Starts watching `feed.key`, publishing into `feed`; calls `feed.opened` when set up.
-    func open(_ feed: Feed)
-    /// Stops watching (the last subscriber left).
-    func close(_ feed: Feed)
-    /// One answer for `key`, without a watch.
-    func query(_ key: FeedKey, _ completion: @escaping (Result<ReachabilityState, ReachabilityError>) -> Void)
-    /// Starts following the per-interface paths, publishing into `feed` (one per backend).
-    func openPath(_ feed: PathFeed)
-    /// Stops following them (the last subscriber left).
-    func closePath(_ feed: PathFeed)
-}
-
 /// The library's engine room: the daemon client and (when needed) the in-process
 /// engine, on `LoopActor` — the loop thread the library starts in this process.
 @LoopActor
@@ -95,10 +14,13 @@ package final class Runtime {
 
     private var daemon: DaemonBackend?
     private var inProcess: InProcessBackend?
+    /// Where answers come from, per mode a caller may ask for: chosen once per process.
+    private var modes: [ReachabilityMode?: ModeChoice] = [:]
     private var feeds: [ReachabilityMode: [FeedKey: Feed]] = [:]
-    private var feedOfSubscriber: [Int: (ReachabilityMode, FeedKey)] = [:]
-    /// Subscribers whose mode is still being chosen; one that leaves meanwhile is dropped here.
-    private var choosing: Set<Int> = []
+    /// The feed each subscription joined.
+    private var feedOfSubscription: [Int: (ReachabilityMode, FeedKey)] = [:]
+    /// Path subscribers whose mode is still being chosen; one that leaves meanwhile is dropped here.
+    var choosingPath: Set<Int> = []
     /// The per-interface paths, one feed per mode while anyone follows them (see PathFeed.swift).
     var pathFeeds: [ReachabilityMode: PathFeed] = [:]
     var pathFeedOfSubscriber: [Int: ReachabilityMode] = [:]
@@ -155,10 +77,21 @@ package final class Runtime {
 
     // MARK: On the loop
 
-    /// The mode to use: `requested`, or the daemon when it is on the system bus
-    /// (running or activatable), else in-process. Asks the bus without waiting.
-    func chooseMode(_ requested: ReachabilityMode?,
-                    _ done: @escaping (Result<ReachabilityMode, ReachabilityError>) -> Void) {
+    /// Where answers come from for a caller that asked for `requested`: the daemon when
+    /// it is on the system bus (running, or the bus can start it), else in-process (`nil`);
+    /// or what was asked for, `.daemon` failing without a daemon. Chosen once per process,
+    /// when first needed, without blocking anyone: until the bus has answered, callers wait
+    /// their turn. A failure is not kept (the next caller asks again).
+    package func mode(_ requested: ReachabilityMode?,
+                      _ done: @escaping (Result<ReachabilityMode, ReachabilityError>) -> Void) {
+        let choice = modes[requested] ?? ModeChoice()
+        modes[requested] = choice
+        choice.get(done) { [unowned self] decided in self.chooseMode(requested, decided) }
+    }
+
+    /// Asks the bus (through the daemon client, which follows the service's name anyway).
+    private func chooseMode(_ requested: ReachabilityMode?,
+                            _ done: @escaping (Result<ReachabilityMode, ReachabilityError>) -> Void) {
         if requested == .inProcess { return done(.success(.inProcess)) }
         switch daemonBackend() {
         case .success(let daemon):
@@ -205,73 +138,89 @@ package final class Runtime {
         }
     }
 
-    /// Calls `body` with the mode `choice` settles on, unless subscriber `id` left meanwhile.
-    func whenChosen(_ id: Int, _ choice: ModeChoice,
-                    _ body: @escaping (Result<ReachabilityMode, ReachabilityError>) -> Void) {
-        choosing.insert(id)
-        choice.get(self) { [unowned self] result in
-            guard self.choosing.remove(id) != nil else { return }
-            body(result)
-        }
-    }
-
-    /// Adds a subscriber to the feed of `key` (created and opened on first use).
-    package func subscribe(_ id: Int, key: FeedKey, choice: ModeChoice, _ subscriber: Subscriber,
-                   established: @escaping (ReachabilityError?) -> Void) {
-        if case .unresolvable = key {
+    /// Joins `subscription` to its target's feed (created and opened on first use), once
+    /// the mode is chosen; `established` says whether the target could be watched.
+    func subscribe(_ subscription: Subscription, established: @escaping (ReachabilityError?) -> Void) {
+        if let answer = Self.answer(subscription.key) {
             // Nothing to watch: the answer is final, and no backend hears of the name.
             established(nil)
-            return subscriber.receive(Self.answer(key)!)
+            return subscription.deliver(.success(answer))
         }
-        whenChosen(id, choice) { [unowned self] result in
+        mode(subscription.requested) { [unowned self] result in
+            guard !subscription.isCancelled else { return established(nil) }
             switch result {
-            case .success(let mode): self.subscribe(id, key: key, mode: mode, subscriber, established: established)
-            case .failure(let error): established(error)
+            case .success(let mode):
+                let listener = Feed.Listener(receive: { subscription.deliver(.success($0)) },
+                                             end: { subscription.deliver(.failure($0)) }, established: established)
+                self.join(subscription.id, subscription.key, mode: mode, listener)
+            case .failure(let error):
+                Log.debug("cannot watch \(subscription.key.target): \(error)")
+                established(error)
+                subscription.deliver(.failure(error))
             }
         }
     }
 
-    private func subscribe(_ id: Int, key: FeedKey, mode: ReachabilityMode, _ subscriber: Subscriber,
-                           established: @escaping (ReachabilityError?) -> Void) {
+    /// Adds `listener` to the feed of `key` in `mode`, made and opened on first use. A feed
+    /// whose watch could not be set up, or ended, is forgotten: a later subscriber tries again.
+    private func join(_ id: Int, _ key: FeedKey, mode: ReachabilityMode, _ listener: Feed.Listener) {
         let backend: FeedBackend
         switch self.backend(mode) {
-        case .success(let b): backend = b
-        case .failure(let error): return established(error)
+        case .success(let made): backend = made
+        case .failure(let error):
+            listener.established(error)
+            return listener.end(error)
         }
-        feedOfSubscriber[id] = (mode, key)
-        if let feed = feeds[mode]?[key] {
-            feed.add(id, subscriber, established: established)
-            return
-        }
+        feedOfSubscription[id] = (mode, key)
+        if let feed = feeds[mode]?[key] { return feed.add(id, listener) }
+        Log.debug("watching \(key.target) (\(mode))")
         let feed = Feed(key: key)
         feeds[mode, default: [:]][key] = feed
-        feed.add(id, subscriber) { [unowned self] error in
-            // A watch that could not be set up is forgotten, so a later subscriber tries again.
-            if error != nil, self.feeds[mode]?[key] === feed { self.feeds[mode]?[key] = nil }
-            established(error)
+        feed.ended = { [unowned self, unowned feed] in
+            guard self.feeds[mode]?[key] === feed else { return }
+            self.feeds[mode]?[key] = nil
+            backend.close(feed)
         }
+        feed.add(id, listener)
         backend.open(feed)
     }
 
-    /// Forgets subscriber `id` if its mode is still being chosen; whether it was.
-    func dropWhileChoosing(_ id: Int) -> Bool { choosing.remove(id) != nil }
+    func unsubscribe(_ subscription: Subscription) { unsubscribe(subscription.id) }
 
-    package func unsubscribe(_ id: Int) {
-        if dropWhileChoosing(id) { return }
-        guard let (mode, key) = feedOfSubscriber.removeValue(forKey: id), let feed = feeds[mode]?[key] else { return }
+    private func unsubscribe(_ id: Int) {
+        guard let (mode, key) = feedOfSubscription.removeValue(forKey: id), let feed = feeds[mode]?[key] else {
+            return
+        }
         feed.remove(id)
         guard feed.isEmpty else { return }
         feeds[mode]?[key] = nil
         try? backend(mode).get().close(feed)
     }
 
-    package func query(_ key: FeedKey, choice: ModeChoice,
-               _ completion: @escaping (Result<ReachabilityState, ReachabilityError>) -> Void) {
+    /// One answer for `key`: a feed's of this process when it has one (no bus call), else the
+    /// backend's (the daemon's `Query`; an address pair, which `Query` cannot name, through
+    /// its feed, held until the first answer: a client holds a target once, through its feed).
+    package func query(_ key: FeedKey, mode requested: ReachabilityMode?,
+                       _ completion: @escaping (Result<ReachabilityState, ReachabilityError>) -> Void) {
         if let answer = Self.answer(key) { return completion(.success(answer)) }
-        choice.get(self) { [unowned self] result in
-            switch result.flatMap({ self.backend($0) }) {
-            case .success(let backend): backend.query(key, completion)
-            case .failure(let error): completion(.failure(error))
+        mode(requested) { [unowned self] result in
+            switch result.flatMap({ mode in self.backend(mode).map { (mode, $0) } }) {
+            case .success(let (mode, backend)):
+                if let feed = self.feeds[mode]?[key], feed.isSettled { return completion(.success(feed.state)) }
+                guard mode == .daemon, case .input(.pair) = key else { return backend.query(key, completion) }
+                let id = Self.newID()
+                var answered = false
+                let once = { (result: Result<ReachabilityState, ReachabilityError>) in
+                    guard !answered else { return }
+                    answered = true
+                    completion(result)
+                    // Later: not inside the feed's delivery.
+                    Runtime.send { runtime in runtime.unsubscribe(id) }
+                }
+                self.join(id, key, mode: mode, Feed.Listener(receive: { once(.success($0)) },
+                                                             end: { once(.failure($0)) }, established: { _ in }))
+            case .failure(let error):
+                completion(.failure(error))
             }
         }
     }
@@ -293,26 +242,25 @@ package final class Runtime {
     }
 }
 
-/// Where one manager's answers come from, chosen on the loop once, when first needed,
-/// without blocking anyone: until the bus has answered, uses of it wait their turn.
+/// One choice of where answers come from, made once: until the bus has answered,
+/// the callers wait their turn; a success is kept, a failure is handed to the
+/// waiting callers and forgotten.
 @LoopActor
-package final class ModeChoice {
-    private let requested: ReachabilityMode?
-    private var result: Result<ReachabilityMode, ReachabilityError>?
+final class ModeChoice {
+    private var result: ReachabilityMode?
     private var waiting: [(Result<ReachabilityMode, ReachabilityError>) -> Void]?
 
-    package nonisolated init(requested: ReachabilityMode?) { self.requested = requested }
-
-    /// Calls `done` with the mode, at once when it is known.
-    package func get(_ runtime: Runtime, _ done: @escaping (Result<ReachabilityMode, ReachabilityError>) -> Void) {
-        if let result { return done(result) }
+    /// Calls `done` with the mode, at once when it is known; `choose` makes the choice when nobody has yet.
+    func get(_ done: @escaping (Result<ReachabilityMode, ReachabilityError>) -> Void,
+             choose: (@escaping (Result<ReachabilityMode, ReachabilityError>) -> Void) -> Void) {
+        if let result { return done(.success(result)) }
         if waiting != nil { return waiting!.append(done) }
         waiting = [done]
-        runtime.chooseMode(requested) { [self] result in
-            self.result = result
+        choose { [self] decided in
+            result = try? decided.get()
             let all = waiting ?? []
             waiting = nil
-            for done in all { done(result) }
+            for done in all { done(decided) }
         }
     }
 }

@@ -83,14 +83,13 @@ open class NetworkReachabilityManager: @unchecked Sendable {
         (try? chosenMode()) ?? .daemon
     }
     let key: FeedKey
-    /// The mode, chosen on the loop.
-    let choice: ModeChoice
+    /// The mode asked for (`nil`: the daemon when it is on the system bus, else in-process).
+    let requestedMode: ReachabilityMode?
 
     private struct Listening {
-        let id: Int
+        let subscription: Subscription
         let queue: DispatchQueue
         let listener: Listener
-        var latest: ReachabilityState?
         var previousStatus: NetworkReachabilityStatus?
     }
 
@@ -105,7 +104,8 @@ open class NetworkReachabilityManager: @unchecked Sendable {
     public init(target: ReachabilityTarget = .internet, mode: ReachabilityMode? = nil) throws(ReachabilityError) {
         self.target = target
         key = try target.key()
-        choice = Self.choose(mode)
+        requestedMode = mode
+        Self.choose(mode)
     }
 
     /// Watches `name` as Apple's `SCNetworkReachabilityCreateWithName` takes it:
@@ -119,21 +119,20 @@ open class NetworkReachabilityManager: @unchecked Sendable {
         guard let key = target.anyNameKey() else { return nil }
         self.target = target
         self.key = key
-        choice = Self.choose(mode)
+        requestedMode = mode
+        Self.choose(mode)
     }
 
-    /// Starts choosing where answers come from, on the loop, without waiting.
-    private static func choose(_ mode: ReachabilityMode?) -> ModeChoice {
-        let choice = ModeChoice(requested: mode)
-        Runtime.send { runtime in choice.get(runtime) { _ in } }
-        return choice
+    /// Starts choosing where answers come from (once per process), on the loop, without waiting.
+    private static func choose(_ mode: ReachabilityMode?) {
+        Runtime.send { runtime in runtime.mode(mode) { _ in } }
     }
 
     /// The mode, or why no answer can come (`.daemon` asked, and no daemon on the bus).
     /// Waits for the bus's answer the first time.
     package func chosenMode() throws(ReachabilityError) -> ReachabilityMode {
-        let choice = self.choice
-        return try Runtime.wait { runtime, done in choice.get(runtime) { done($0) } }.get()
+        let requested = requestedMode
+        return try Runtime.wait { runtime, done in runtime.mode(requested) { done($0) } }.get()
     }
 
     /// The internet's reachability; `nil` if the network cannot be watched at all.
@@ -156,14 +155,14 @@ open class NetworkReachabilityManager: @unchecked Sendable {
     /// answer (which, for a host name not watched by anyone, waits for its lookup).
     /// Not Alamofire's: `flags` and `status` read without a lookup, as Alamofire's do.
     public var state: ReachabilityState {
-        if let latest = listening.withLock({ $0?.latest }) { return latest }
+        if let latest = listening.withLock({ $0?.subscription.latest }) { return latest }
         return fresh(key)
     }
 
     /// A fresh answer for `key`; `.unknown` (and `lastError` set) when none can come.
     private func fresh(_ key: FeedKey) -> ReachabilityState {
-        let choice = self.choice
-        let result = Runtime.wait { runtime, done in runtime.query(key, choice: choice) { done($0) } }
+        let requested = requestedMode
+        let result = Runtime.wait { runtime, done in runtime.query(key, mode: requested) { done($0) } }
         switch result {
         case .success(let state): return state
         case .failure(let failure):
@@ -174,8 +173,8 @@ open class NetworkReachabilityManager: @unchecked Sendable {
 
     /// One fresh answer, without watching.
     public func query() async throws(ReachabilityError) -> ReachabilityState {
-        let (key, choice) = (self.key, self.choice)
-        return try await Runtime.answer { runtime, done in runtime.query(key, choice: choice) { done($0) } }.get()
+        let (key, requested) = (self.key, requestedMode)
+        return try await Runtime.answer { runtime, done in runtime.query(key, mode: requested) { done($0) } }.get()
     }
 
     /// The flags, as Alamofire's reads them from Apple's `SCNetworkReachabilityGetFlags`:
@@ -183,7 +182,7 @@ open class NetworkReachabilityManager: @unchecked Sendable {
     /// fresh one, for a host name without a lookup (the internet's, as Apple's: a name
     /// is looked up only once listening). `nil` while nothing is known.
     open var flags: SCNetworkReachabilityFlags? {
-        if let latest = listening.withLock({ $0?.latest }) { return latest.flags }
+        if let latest = listening.withLock({ $0?.subscription.latest }) { return latest.flags }
         return fresh(key.readWithoutLookup).flags
     }
 
@@ -211,19 +210,18 @@ open class NetworkReachabilityManager: @unchecked Sendable {
         onQueue queue: DispatchQueue = .main, onUpdatePerforming listener: @escaping Listener
     ) -> Bool {
         stopListening()
-        let id = Runtime.newID()
-        listening.withLock { $0 = Listening(id: id, queue: queue, listener: listener) }
-        // On the library's thread the update goes on through `reachabilityQueue`, without
+        // Updates go through `reachabilityQueue` (the runtime hands them there), without
         // holding the manager there even for a moment (it may be going away on another thread).
-        let updates = reachabilityQueue
-        let subscriber = Subscriber(
-            receive: { [weak self] state in updates.async { [weak self] in self?.notify(state, id: id) } },
-            fail: { [weak self] failure in self?.error.withLock { $0 = failure } })
-        let (key, choice) = (self.key, self.choice)
-        let failure: ReachabilityError? = Runtime.wait { runtime, done in
-            runtime.subscribe(id, key: key, choice: choice, subscriber, established: done)
+        let id = Runtime.newID()
+        let subscription = Subscription(id: id, key, mode: requestedMode, on: reachabilityQueue) {
+            [weak self] result in
+            switch result {
+            case .success(let state): self?.notify(state, id: id)
+            case .failure(let failure): self?.error.withLock { $0 = failure }
+            }
         }
-        guard let failure else { return true }
+        listening.withLock { $0 = Listening(subscription: subscription, queue: queue, listener: listener) }
+        guard let failure = subscription.startAndWait() else { return true }
         error.withLock { $0 = failure }
         stopListening()
         return false
@@ -231,19 +229,18 @@ open class NetworkReachabilityManager: @unchecked Sendable {
 
     /// Stops the listener; the daemon's target is released once nobody in this process watches it.
     open func stopListening() {
-        guard let id = listening.withLock({ state -> Int? in
+        let subscription = listening.withLock { state -> Subscription? in
             defer { state = nil }
-            return state?.id
-        }) else { return }
-        // Later, not inline: from `deinit` this may run on the loop thread in the middle
-        // of delivering an update to the very feed it would close.
-        Runtime.send { runtime in runtime.unsubscribe(id) }
+            return state?.subscription
+        }
+        // The runtime lets it go later, not inline: from `deinit` this may run on the loop thread
+        // in the middle of delivering an update to the very feed it would close.
+        subscription?.cancel()
     }
 
     private func notify(_ state: ReachabilityState, id: Int) {
         listening.withLock { listening in
-            guard listening?.id == id else { return }
-            listening!.latest = state
+            guard listening?.subscription.id == id else { return }
             let status = NetworkReachabilityStatus(state.status)
             guard listening!.previousStatus != status else { return }
             listening!.previousStatus = status
@@ -256,7 +253,7 @@ open class NetworkReachabilityManager: @unchecked Sendable {
 
     /// The current state, then every change of it (flags, interface,
     /// connectivity, addresses…), for as long as it is iterated.
-    public var updates: ReachabilityUpdates { ReachabilityUpdates(key: key, choice: choice) }
+    public var updates: ReachabilityUpdates { ReachabilityUpdates(key: key, mode: requestedMode) }
 
     /// Every target the daemon watches (for every client), with its state.
     public static func daemonTargets() async throws(ReachabilityError) -> [ReachabilitySnapshot] {
@@ -271,7 +268,7 @@ public struct ReachabilityUpdates: AsyncSequence, Sendable {
     public typealias Failure = ReachabilityError
 
     let key: FeedKey
-    let choice: ModeChoice
+    let mode: ReachabilityMode?
 
     public struct AsyncIterator: AsyncIteratorProtocol {
         var base: AsyncThrowingStream<ReachabilityState, any Error>.AsyncIterator
@@ -300,17 +297,16 @@ public struct ReachabilityUpdates: AsyncSequence, Sendable {
     }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        let (key, choice) = (self.key, self.choice)
+        let (key, mode) = (self.key, self.mode)
         let stream = AsyncThrowingStream<ReachabilityState, any Error>(bufferingPolicy: .unbounded) { continuation in
-            let id = Runtime.newID()
-            let subscriber = Subscriber(
-                receive: { continuation.yield($0) }, fail: { continuation.finish(throwing: $0) })
-            Runtime.send { runtime in
-                runtime.subscribe(id, key: key, choice: choice, subscriber) { failure in
-                    if let failure { continuation.finish(throwing: failure) }
+            let subscription = Subscription(key, mode: mode, on: nil) { result in
+                switch result {
+                case .success(let state): continuation.yield(state)
+                case .failure(let failure): continuation.finish(throwing: failure)
                 }
             }
-            continuation.onTermination = { _ in Runtime.send { runtime in runtime.unsubscribe(id) } }
+            subscription.start()
+            continuation.onTermination = { _ in subscription.cancel() }
         }
         return AsyncIterator(base: stream.makeAsyncIterator())
     }

@@ -34,6 +34,16 @@ extension SCNetworkReachability {
         // `hold`, which unscheduling empties at once (the runtime lets the subscription go
         // later, on its own thread).
         let hold = Hold(self)
+        // Answers come on the runtime's thread, where `received` decides (Apple's rule, under
+        // this reference's lock) before anything is handed to the queue or run loop. A watch
+        // that cannot be set up, or ends (no way to watch the network, the daemon's limit
+        // reached), answers "not reachable".
+        let subscription = Subscription(id: id, key, mode: Self.requestedMode, on: nil) { result in
+            switch result {
+            case .success(let state): hold.reference?.received(state.flags, subscription: id)
+            case .failure: hold.reference?.received([], subscription: id)
+            }
+        }
         let outcome: Bool? = withState { state in
             if state.subscription != nil {
                 // Another run loop for a reference scheduled on run loops is fine; anything else is not.
@@ -45,31 +55,21 @@ extension SCNetworkReachability {
             }
             state.queue = queue
             state.runLoops = loop.map { [ScheduledLoop(loop: $0.0, mode: $0.1)] } ?? []
-            state.subscription = id
+            state.subscription = subscription
             state.hold = hold
             state.callouts.scheduled(isName: isName)
             return nil
         }
         if let outcome { return outcome || SCStatus.fail() }
-        let subscriber = Subscriber(
-            receive: { state in hold.reference?.received(state.flags, subscription: id) },
-            fail: { _ in hold.reference?.received([], subscription: id) })
-        let (key, choice) = (self.key, self.choice)
-        Runtime.send { runtime in
-            runtime.subscribe(id, key: key, choice: choice, subscriber) { error in
-                // A watch that cannot be set up (no way to watch the network, the daemon's
-                // limit reached) answers "not reachable".
-                if error != nil { hold.reference?.received([], subscription: id) }
-            }
-        }
+        subscription.start()
         return true
     }
 
     /// Stops delivering. With `loop`, only to that run loop and mode (the reference stays
     /// scheduled while another remains). Returns once no callback runs on another thread.
     func unschedule(queue: Bool, loop: (RunLoop, RunLoop.Mode)?) -> Bool {
-        let ended: Int?? = withState { state in
-            guard let id = state.subscription, (state.queue != nil) == queue else { return nil }
+        let ended: Subscription?? = withState { state in
+            guard let subscription = state.subscription, (state.queue != nil) == queue else { return nil }
             if let loop {
                 state.runLoops.removeAll { $0.isSame(loop) }
                 guard state.runLoops.isEmpty else { return .some(nil) }
@@ -80,11 +80,11 @@ extension SCNetworkReachability {
             state.callouts.unscheduled()
             state.hold?.reference = nil
             state.hold = nil
-            return id
+            return subscription
         }
         guard let ended else { return SCStatus.fail() }
-        if let id = ended {
-            Runtime.send { runtime in runtime.unsubscribe(id) }
+        if let subscription = ended {
+            subscription.cancel()
             callout.lock()
             callout.unlock()
         }
@@ -96,7 +96,7 @@ extension SCNetworkReachability {
     private func received(_ flags: SCNetworkReachabilityFlags?, subscription id: Int) {
         guard let flags else { return }
         let target: (DispatchQueue?, ScheduledLoop?)? = withState { state in
-            guard state.subscription == id, state.callouts.received(flags) else { return nil }
+            guard state.subscription?.id == id, state.callouts.received(flags) else { return nil }
             return (state.queue, state.runLoops.first)
         }
         switch target {
@@ -116,7 +116,7 @@ extension SCNetworkReachability {
         callout.lock()
         defer { callout.unlock() }
         guard let (callback, context) = withState({ state in
-            state.subscription == id ? state.callback.map { ($0, state.context) } : nil
+            state.subscription?.id == id ? state.callback.map { ($0, state.context) } : nil
         }) else { return }
         let value = context.value
         var info = value.info

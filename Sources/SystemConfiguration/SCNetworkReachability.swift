@@ -77,8 +77,6 @@ public final class SCNetworkReachability: Sendable, CustomStringConvertible {
     let isName: Bool
     /// How the target was given, for `description`.
     private let name: String
-    /// Where answers come from, chosen when first needed.
-    let choice: ModeChoice
 
     /// The reference's state, behind a lock ThreadSanitizer sees (the runtime's `Guarded`).
     private let state = Guarded(State())
@@ -94,7 +92,7 @@ public final class SCNetworkReachability: Sendable, CustomStringConvertible {
         var queue: DispatchQueue?
         var runLoops: [ScheduledLoop] = []
         /// The runtime's subscription while scheduled.
-        var subscription: Int?
+        var subscription: Subscription?
         /// The system's reference to this one while scheduled.
         var hold: Hold?
         var callouts = ReachabilityCallouts()
@@ -133,7 +131,6 @@ public final class SCNetworkReachability: Sendable, CustomStringConvertible {
         self.key = key
         self.isName = isName
         self.name = name
-        choice = ModeChoice(requested: Self.requestedMode)
     }
 
     deinit {
@@ -148,8 +145,8 @@ public final class SCNetworkReachability: Sendable, CustomStringConvertible {
 
     /// `REACHABILITY_MODE=daemon` or `in-process` forces where answers come from (a Linux
     /// addition: Apple's functions take no such argument); unset, the daemon when it is on
-    /// the system bus, else in-process.
-    private static let requestedMode: ReachabilityMode? =
+    /// the system bus, else in-process (chosen once per process, when first needed).
+    static let requestedMode: ReachabilityMode? =
         getenv("REACHABILITY_MODE").flatMap { ReachabilityMode(rawValue: String(cString: $0)) }
 
     func withState<T: Sendable>(_ body: (inout State) -> T) -> T {
@@ -164,16 +161,15 @@ public final class SCNetworkReachability: Sendable, CustomStringConvertible {
     func flags() -> SCNetworkReachabilityFlags {
         let scheduled: (Bool, SCNetworkReachabilityFlags?, Int?) = withState { state in
             if let flags = state.callouts.flags { state.callouts.read(flags) }
-            return (state.subscription != nil, state.callouts.flags, state.subscription)
+            return (state.subscription != nil, state.callouts.flags, state.subscription?.id)
         }
         if let known = scheduled.1 { return known }
         let key = self.key.readWithoutLookup
-        let choice = self.choice
-        let answer = Runtime.wait { runtime, done in runtime.query(key, choice: choice) { done($0) } }
+        let answer = Runtime.wait { runtime, done in runtime.query(key, mode: Self.requestedMode) { done($0) } }
         let flags = (try? answer.get().flags ?? nil) ?? []
         guard scheduled.0 else { return flags }
         return withState { state in
-            guard state.subscription == scheduled.2 else { return flags }
+            guard state.subscription?.id == scheduled.2 else { return flags }
             // An answer that came meanwhile (and was, or is being, called back) is newer than this one.
             if let newer = state.callouts.flags { return newer }
             state.callouts.read(flags)

@@ -16,8 +16,11 @@
 // references one after another, the host and the address in turn, each with a
 // counted context: sets its callback, schedules it on a queue, waits for the
 // host's first callback, unschedules it and drops it, then N more, and prints
-// "churned rss-growth-kb=K late-callbacks=L retains=R releases=S" (the resident
-// memory the second N added; callbacks that ran after unscheduling returned).
+// "churned rss-growth-kb=K late-callbacks=L retains=R releases=S first-us=F
+// first-callback-us-p50=P first-callback-us-p99=Q" (the resident memory the
+// second N added; callbacks that ran after unscheduling returned; the time from
+// `SetCallback` to the host's first callback for the process's first reference,
+// and its median and 99th percentile over the host references of the second N).
 
 #if canImport(Glibc)
 import Glibc
@@ -147,7 +150,8 @@ func residentKilobytes() -> Int {
     return Int(row.split(separator: " ").dropFirst().first ?? "") ?? 0
 }
 
-func churnOnce(_ index: Int, queue: DispatchQueue, options: Options) {
+/// Microseconds from `SetCallback` to the first callback, per host reference (nil: none came in 5 s).
+func churnOnce(_ index: Int, queue: DispatchQueue, options: Options) -> Double? {
     let isHost = index % 2 == 0
     guard let reference = isHost
         ? SCNetworkReachabilityCreateWithName(nil, options.hostName) : addressReference(options.addressText)
@@ -164,22 +168,34 @@ func churnOnce(_ index: Int, queue: DispatchQueue, options: Options) {
             Unmanaged<Counted>.fromOpaque(info).release()
         },
         copyDescription: nil)
+    let start = DispatchTime.now().uptimeNanoseconds
     SCNetworkReachabilitySetCallback(reference, { _, _, info in
         let counted = Unmanaged<Counted>.fromOpaque(info!).takeUnretainedValue()
         if counted.released.load(ordering: .relaxed) { late.add(1, ordering: .relaxed) }
         counted.called.signal()
     }, &context)
     guard SCNetworkReachabilitySetDispatchQueue(reference, queue) else { fail("cannot schedule") }
-    if isHost { _ = counted.called.wait(timeout: .now() + 5) }
+    var elapsed: Double?
+    if isHost, counted.called.wait(timeout: .now() + 5) == .success {
+        elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1000
+    }
     guard SCNetworkReachabilitySetDispatchQueue(reference, nil) else { fail("cannot unschedule") }
     counted.released.store(true, ordering: .relaxed)
+    return elapsed
+}
+
+func percentile(_ values: [Double], _ p: Double) -> Int {
+    let sorted = values.sorted()
+    guard !sorted.isEmpty else { return -1 }
+    return Int(sorted[min(sorted.count - 1, Int((p / 100 * Double(sorted.count - 1)).rounded()))])
 }
 
 if let churn = options.churn {
     let queue = DispatchQueue(label: "churn", attributes: .concurrent)
-    for index in 0..<churn { churnOnce(index, queue: queue, options: options) }
+    let first = churnOnce(0, queue: queue, options: options)
+    for index in 1..<max(churn, 1) { _ = churnOnce(index, queue: queue, options: options) }
     let before = residentKilobytes()
-    for index in 0..<churn { churnOnce(index, queue: queue, options: options) }
+    let times = (0..<churn).compactMap { churnOnce($0, queue: queue, options: options) }
     let growth = residentKilobytes() - before
     // Every reference was unscheduled, then dropped: once the callbacks already handed to the
     // queue have run (each holds its reference, as a dispatched block does on Apple's), every
@@ -190,7 +206,9 @@ if let churn = options.churn {
         Thread.sleep(forTimeInterval: 0.01)
     }
     emit("churned rss-growth-kb=\(growth) late-callbacks=\(late.load(ordering: .relaxed))"
-        + " retains=\(retains.load(ordering: .relaxed)) releases=\(releases.load(ordering: .relaxed))")
+        + " retains=\(retains.load(ordering: .relaxed)) releases=\(releases.load(ordering: .relaxed))"
+        + " first-us=\(first.map { Int($0) } ?? -1)"
+        + " first-callback-us-p50=\(percentile(times, 50)) first-callback-us-p99=\(percentile(times, 99))")
     exit(0)
 }
 

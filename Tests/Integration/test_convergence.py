@@ -13,8 +13,11 @@ connection that falls behind and sends their current state once it reads
 again. The lab is the hostile-tenant lab (tenants.py): kernel backend, the
 shipped policy on a system-policy bus.
 """
+import json
 import os
 import signal
+import subprocess
+import threading
 import time
 
 import harness
@@ -22,6 +25,7 @@ import tenants
 from harness import OBJECT_MANAGER_IFACE, ROOT_PATH, SERVICE, TARGET_IFACE, WaitTimeout
 from tenants import NOBODY, OTHER, VICTIM
 
+LIBRARY_TARGETS = 250  # one library connection's targets: ~170 KB of signals per carrier change
 MANY = 3000            # one connection's targets (raised limits): ~1.4 MB of signals per carrier change
 CONNECTIONS, PER_CONNECTION = 8, 256   # a user at its default maximum
 CONVERGE = 60.0        # bounds each wait for the clients to hold the truth (never paces the test)
@@ -112,3 +116,89 @@ def test_honest_clients_hold_the_current_state(tenant_lab):
         converge(lab, followers, "flaps while a client was stopped for 3 s")
     finally:
         internet.close()
+
+
+class LibraryWatcher:
+    """``reachctl --daemon watch --json`` over address targets, as ``nobody``: the library's daemon
+    client, one connection for every target. ``told`` keeps the last Flags it printed per target
+    (it prints a line for each change of a target's flags or status)."""
+
+    def __init__(self, lab, targets):
+        self.log = lab.directory / "reachctl-watch.log"
+        env = {"PATH": "/usr/bin:/bin", "HOME": "/", "LANG": "C.UTF-8", "DBUS_SYSTEM_BUS_ADDRESS": lab.bus.address}
+        argv = [harness.need_tool("setpriv"), f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--",
+                str(harness.daemon_binary().parent / "reachctl"), "--daemon", "watch", "--json", *targets]
+        with open(self.log, "ab") as log:
+            self.popen = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, env=env, start_new_session=True)
+        self.told = {}
+        self.lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.popen.stdout:
+            record = json.loads(line)
+            with self.lock:
+                self.told[record["target"]] = record["flags"]
+
+    def view(self):
+        with self.lock:
+            return dict(self.told)
+
+    def stop(self):
+        if self.popen.poll() is None:
+            os.kill(self.popen.pid, signal.SIGTERM)
+        try:
+            self.popen.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.kill(self.popen.pid, signal.SIGKILL)
+            self.popen.wait()
+
+
+def test_the_library_holds_the_current_state(tenant_lab):
+    """The library's daemon client is driven by what the daemon sends it (no call after the first
+    answer): woken after 3 s stopped (SIGSTOP) while the link flapped, it has been sent each
+    target's current state once it read again, and shows it -- its last line per target is the
+    target's current Flags."""
+    lab = tenant_lab
+    lab.start_daemon()
+    held = addresses(0x2000, LIBRARY_TARGETS)
+    paths = {address: f"{ROOT_PATH}/address/" + "".join(
+        c if c.isascii() and c.isalpha() or (c.isdigit() and i > 0) else "_%02x" % ord(c)
+        for i, c in enumerate(address)) for address in held}
+    watcher = LibraryWatcher(lab, held)
+
+    def converged(what):
+        deadline = time.monotonic() + CONVERGE
+        while True:
+            current = truth(lab)
+            view = watcher.view()
+            # A target it has not shown yet, or that the daemon does not hold, counts as wrong.
+            wrong = [(a, view.get(a), current.get(paths[a])) for a in held
+                     if view.get(a) is None or view.get(a) != current.get(paths[a])]
+            if not wrong:
+                return
+            if time.monotonic() > deadline or watcher.popen.poll() is not None:
+                raise WaitTimeout(f"after {what}, reachctl shows {len(wrong)} old states, e.g. {wrong[:3]}\n"
+                                  f"{harness.tail(watcher.log, 20)}")
+            time.sleep(0.2)  # nothing announces "converged" to the test: re-read, bounded
+
+    internet = lab.recorder(ROOT_PATH)
+    internet.sync()
+    try:
+        converged("watching")
+        carrier(lab, "down", 0, internet)
+        converged("a carrier loss")
+        carrier(lab, "up", 2, internet)
+        converged("the carrier's return")
+        os.kill(watcher.popen.pid, signal.SIGSTOP)
+        try:
+            for state, status in (("down", 0), ("up", 2)) * 3:
+                carrier(lab, state, status, internet)
+                time.sleep(0.5)  # the flap's period, not a synchronisation
+        finally:
+            os.kill(watcher.popen.pid, signal.SIGCONT)
+        carrier(lab, "down", 0, internet)
+        converged("flaps while the client was stopped for 3 s")
+    finally:
+        internet.close()
+        watcher.stop()

@@ -6,21 +6,23 @@ import Testing
 @testable import ReachabilitydClient
 @testable import ReachabilityRuntime
 
-/// The library's records reach the application's swift-log, and nothing else: no
-/// bus here, so a manager answers in-process and the library says why.
+/// The library's records reach the application's swift-log, and nothing else: a manager
+/// asked to answer through the daemon says what it watches, or (no daemon here) why not.
 @Suite("The library logs through the application's swift-log", .serialized)
 struct LoggingTests {
-    /// The record that explains the mode a new manager settled on.
-    private func explained(_ mode: ReachabilityMode, in entries: [InMemoryLogHandler.Entry]) -> Bool {
-        switch mode {
-        case .inProcess:
-            entries.contains { $0.level == .info && "\($0.message)".contains("answering in-process") }
-        case .daemon:
-            entries.contains { $0.level == .debug && "\($0.message)".contains("answering through") }
+    /// The record of a watch of `name` through the daemon: made, or (no daemon here) refused.
+    /// Said for every watch, whatever other tests ran before (where answers come from is chosen,
+    /// and said, once per process); and no engine runs in this process for it (the in-process
+    /// one, the first time it is made, says NetworkManager cannot be reached, at some moment).
+    private func watching(_ name: String, in entries: [InMemoryLogHandler.Entry]) -> Bool {
+        entries.contains { entry in
+            let message = "\(entry.message)"
+            return entry.level == .debug
+                && (message.contains("watching \(name) ") || message.contains("cannot watch \(name):"))
         }
     }
 
-    @Test("unbootstrapped: silent; a logger the application passes, then one it bootstrapped, hear why")
+    @Test("unbootstrapped: silent; a logger the application passes, then one it bootstrapped, hear what it watches")
     func applicationLogger() throws {
         // swift-log's own default (a stream handler) means nobody asked: the library keeps quiet.
         #expect(ReachabilityLogging.effectiveLogger == nil)
@@ -31,8 +33,10 @@ struct LoggingTests {
         logger.logLevel = .trace
         ReachabilityLogging.logger = logger
         defer { ReachabilityLogging.logger = nil }
-        let first = try NetworkReachabilityManager(target: .internet)
-        #expect(explained(first.mode, in: given.entries), "\(given.entries)")
+        let first = try NetworkReachabilityManager(target: .address("127.0.0.61"), mode: .daemon)
+        first.startListening(onQueue: .global()) { _ in }
+        first.stopListening()
+        #expect(watching("127.0.0.61", in: given.entries), "\(given.entries)")
         // The service's modules share this test process (their tests run alongside and log
         // through the same hook); an application has none of them.
         let library = given.events.filter { $0.source != "ReachabilityService" }
@@ -51,8 +55,11 @@ struct LoggingTests {
             return handler
         }
         #expect(ReachabilityLogging.effectiveLogger != nil)
-        let second = try NetworkReachabilityManager(target: .host("localhost"))
-        #expect(explained(second.mode, in: bootstrapped.entries), "\(bootstrapped.entries)")
+        let second = try NetworkReachabilityManager(target: .address("127.0.0.62"), mode: .daemon)
+        second.startListening(onQueue: .global()) { _ in }
+        second.stopListening()
+        #expect(watching("127.0.0.62", in: bootstrapped.entries),
+                "\(bootstrapped.entries)")
     }
 
     @Test("a record below the logger's level is never made; one above it says where it was written")

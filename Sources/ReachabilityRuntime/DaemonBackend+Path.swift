@@ -1,0 +1,94 @@
+import ReachabilityBus
+import ReachabilityCore
+import ReachabilityLoop
+
+/// The daemon's path object (`WatchPath`), while a path monitor in this process runs: held
+/// like a target, its `PropertiesChanged` followed with a match rule of its own (the path is
+/// the same for everybody, and the daemon broadcasts its signals).
+extension DaemonBackend {
+    /// The daemon's path object, followed.
+    @LoopActor
+    final class PathWatch {
+        let feed: PathFeed
+        var path: ObjectPath?
+        var signal: SignalSubscription?
+        var properties: [String: DBusValue] = [:]
+        /// Its properties have been read (`GetAll`) since it was last held.
+        var isSettled = false
+
+        init(feed: PathFeed) { self.feed = feed }
+
+        func publish() { feed.publish(PathState(properties: properties), settled: isSettled) }
+
+        /// Forgets the object (its daemon left, or a new one came): nothing is followed any more.
+        func forget() {
+            signal?.cancel()
+            signal = nil
+            path = nil
+            properties = [:]
+        }
+    }
+
+    func openPath(_ feed: PathFeed) {
+        let watch = PathWatch(feed: feed)
+        pathWatch = watch
+        startPath(watch)
+    }
+
+    func closePath(_ feed: PathFeed) {
+        guard let watch = pathWatch, watch.feed === feed else { return }
+        pathWatch = nil
+        watch.signal?.cancel()
+        if let path = watch.path {
+            release(path)
+        }
+    }
+
+    /// Holds the path object (`WatchPath`), follows its properties and reads them all.
+    /// A daemon without `WatchPath` (older than the library) gives no interfaces: the path
+    /// is unsatisfied, as with no network, and the error is logged.
+    func startPath(_ watch: PathWatch) {
+        call(Self.root, ServiceNames.managerInterface, Contract.Manager.watchPath.name) { [weak self] result in
+            Log.debug("WatchPath: \(result)")
+            guard let self else { return }
+            switch result {
+            case .success(let values):
+                guard case .objectPath(let path)? = values.first else {
+                    Log.error("unexpected reply to WatchPath: \(values.signature)")
+                    return watch.feed.publish(.none, settled: true)
+                }
+                guard self.pathWatch === watch else {
+                    // Closed meanwhile: give it back.
+                    return self.release(path)
+                }
+                self.attachPath(watch, at: path)
+            case .failure(let error):
+                Log.error("WatchPath: \(error)")
+                watch.feed.publish(.none, settled: true)
+            }
+        }
+    }
+
+    private func attachPath(_ watch: PathWatch, at path: ObjectPath) {
+        watch.path = path
+        watch.isSettled = false
+        watch.signal = connection.subscribe(sender: ServiceNames.busName, path: path, interface: Self.properties,
+                                            member: "PropertiesChanged") { values in
+            guard values.count >= 2, values[0].stringValue == ServiceNames.pathInterface,
+                case .dictionary(_, _, let entries) = values[1]
+            else { return }
+            watch.properties.merge(Self.dictionary(entries)) { $1 }
+            watch.publish()
+        }
+        readProperties(at: path, of: ServiceNames.pathInterface) { [weak self] result in
+            guard let self, self.pathWatch === watch else { return }
+            guard case .success(let properties) = result else {
+                Log.error("GetAll on \(path.rawValue): \(result)")
+                return watch.feed.publish(.none, settled: true)
+            }
+            watch.properties = properties
+            watch.isSettled = true
+            watch.publish()
+        }
+    }
+}
