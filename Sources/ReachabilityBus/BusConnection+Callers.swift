@@ -46,6 +46,8 @@ final class Callers {
     var serveIdle: SourceHandle?
     /// The most calls queued since the queue last drained after a flood.
     var peakQueued = 0
+    /// The users served since answers began to wait to be written (`nil`: they do not).
+    var servedWhileBehind: Set<UserID>?
     /// Receipts to ask for again later, by peer (its queue in the bus was full).
     var retries: [String: SourceHandle] = [:]
 
@@ -149,7 +151,7 @@ extension BusConnection {
     func shouldDropUnread(from sender: String) -> Bool { callers.ledger.isStalled(sender) }
 
     func scheduleServing() {
-        guard callers.serveIdle == nil, outputWatch == nil, !callers.queue.isEmpty else { return }
+        guard callers.serveIdle == nil, !callers.queue.isEmpty else { return }
         callers.serveIdle = Sources.idle { [unowned self] in
             self.callers.serveIdle = nil
             self.serveQueued()
@@ -160,9 +162,17 @@ extension BusConnection {
     /// peers have read what they were sent.
     private func serveQueued() {
         for _ in 0..<64 {
-            if isWritingBehind && waitForOutput() { return }
-            let ledger = callers.ledger
-            guard let (_, call) = callers.queue.next(where: { !ledger.isBlocked($0) }) else {
+            // While answers wait to be written, each user is served once: a user who just came
+            // is not made to wait for the line the others' answers made.
+            let behind = isWritingBehind
+            if !behind { callers.servedWhileBehind = nil } else if callers.servedWhileBehind == nil {
+                callers.servedWhileBehind = []
+            }
+            let ledger = callers.ledger, served = callers.servedWhileBehind
+            guard let (user, call) = callers.queue.next(where: {
+                !ledger.isBlocked($0) && !(served?.contains($0) ?? false)
+            }) else {
+                if behind && !callers.queue.isEmpty && waitForOutput() { return }
                 // A queue that has drained after a flood held memory worth giving back.
                 if callers.queue.isEmpty && callers.peakQueued >= 128 {
                     callers.peakQueued = 0
@@ -174,6 +184,7 @@ extension BusConnection {
                 callers.drop(call)
                 continue
             }
+            callers.servedWhileBehind?.insert(user)
             Dispatcher.dispatch(call, in: tree)
         }
         scheduleServing()
