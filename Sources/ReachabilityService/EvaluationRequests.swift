@@ -17,6 +17,10 @@ final class EvaluationRequests {
     private var lookupsOnRequest = RateLimiter(burst: 64, perSecond: 16)
     /// When `Refresh` last re-read every fact (monotonic µs).
     private var lastReload: Int64 = 0
+    /// `Refresh` calls of one user that may wait for one host's lookup. The answer releases
+    /// them all in one turn of the loop, ahead of any other caller's answer: a storm of them
+    /// (thousands in flight) made everybody else wait for that burst.
+    static let waitingRefreshesPerUser = 16
     /// A `Refresh` within this long of the last one uses the facts that one read.
     static let refreshJoinWindow: Int64 = 100_000
 
@@ -27,8 +31,9 @@ final class EvaluationRequests {
 
     /// `Refresh`: re-read everything (at most once per `refreshJoinWindow`: the events keep the
     /// facts current, this is a repair); a host answers once its new lookup is done. A
-    /// `Refresh` of a host while one is waiting for its lookup joins it; one past the caller's
-    /// rate of lookups is answered with the current state.
+    /// `Refresh` of a host while one is waiting for its lookup joins it (up to
+    /// `waitingRefreshesPerUser` of one user); one past that, or past the caller's rate of
+    /// lookups, is answered with the current state.
     func refresh(_ object: TargetObject, call: MethodCall) -> [DBusValue]? {
         let now = MonotonicClock.microseconds()
         if now - lastReload >= Self.refreshJoinWindow {
@@ -41,6 +46,9 @@ final class EvaluationRequests {
         // Only a looked-up name has a fresher answer to wait for.
         guard target.host != nil else { return object.refreshReply }
         if !object.waitingCalls.isEmpty {
+            guard object.waitingCalls.count(where: { $0.user == call.user }) < Self.waitingRefreshesPerUser else {
+                return object.refreshReply
+            }
             object.waitingCalls.append(call)
             return nil
         }
