@@ -8,7 +8,7 @@ import ReachabilityLoop
 /// rtnetlink; names through GLib's resolver. Used when no daemon is on the bus.
 @LoopActor
 final class InProcessBackend: FeedBackend {
-    private let evaluator = TargetEvaluator(refreshInterval: 300)
+    private let evaluator = TargetEvaluator(refreshInterval: 300, logger: Log.compatibilityLogger)
     /// The target evaluated for each feed, and the feed of each target.
     private var targets: [ObjectIdentifier: WatchedTarget] = [:]
     private var feedsByTarget: [ObjectIdentifier: Feed] = [:]
@@ -20,7 +20,7 @@ final class InProcessBackend: FeedBackend {
     init() throws(ReachabilityError) {
         evaluator.sink = self
         do {
-            try evaluator.start(mode: .auto)
+            try evaluator.start(mode: .auto, failureLevel: .warning)
         } catch {
             throw .serviceUnavailable("cannot watch the kernel's network state: \(error)")
         }
