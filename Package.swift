@@ -129,6 +129,8 @@ let package = Package(
             name: "ReachabilityPlatformTests",
             dependencies: [
                 "ReachabilityPlatform", "ReachabilityCore", "ReachabilityLoop", "CNetlink", "CNetworkManager",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
             ]),
         .testTarget(
             name: "ReachabilityServiceTests",

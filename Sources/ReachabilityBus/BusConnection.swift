@@ -47,9 +47,8 @@ public final class BusConnection {
     public var onDisconnected: (() -> Void)?
 
     /// Connects and registers with the bus; logs to `logger`. Wraps `dbus_bus_get_private`,
-    /// `dbus_connection_open_private` and `dbus_bus_register`. (The default is temporary:
-    /// the client library's runtime does not pass its logger yet.)
-    public init(_ address: Address, logger: Logger = Log.compatibilityLogger) throws(BusError) {
+    /// `dbus_connection_open_private` and `dbus_bus_register`.
+    public init(_ address: Address, logger: Logger) throws(BusError) {
         self.logger = logger
         tree = ObjectTree(machineID: BusConnection.machineID, logger: logger)
         var error = DBusError()

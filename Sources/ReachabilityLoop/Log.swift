@@ -107,12 +107,6 @@ public enum Log {
         }
         return String(decoding: field, as: UTF8.self)
     }
-
-    /// The metadata key of a journal field: `REACH_BACKEND_MODE` → `backend.mode`.
-    public static func metadataKey(_ field: String) -> String {
-        let name = field.hasPrefix("REACH_") ? field.dropFirst(6) : Substring(field)
-        return String(name.lowercased().map { $0 == "_" ? "." : $0 })
-    }
 }
 
 extension Logger.Metadata {

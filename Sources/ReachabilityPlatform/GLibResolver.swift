@@ -1,4 +1,5 @@
 import CGLib
+import Logging
 import ReachabilityCore
 import ReachabilityLoop
 
@@ -53,7 +54,13 @@ public final class GLibResolver: NameResolver {
     /// The most lookups in flight at once since the resolver was last idle.
     public private(set) var peakInFlight = 0
 
-    public init() { resolver = g_resolver_get_default() }
+    private let logger: Logger
+
+    /// `logger` hears how far each burst of lookups went (at `debug`).
+    public init(logger: Logger) {
+        resolver = g_resolver_get_default()
+        self.logger = logger
+    }
 
     isolated deinit { g_object_unref(resolver) }
 
@@ -125,7 +132,7 @@ public final class GLibResolver: NameResolver {
         if inFlight == 0 && queued == 0 {
             // A burst of lookups is over: say how far it went (the benchmarks read this), and
             // measure the next burst on its own.
-            Log.debug("resolver: all lookups done; at most \(peakInFlight) were in flight at once")
+            logger.debug("resolver: all lookups done; at most \(peakInFlight) were in flight at once")
             peakInFlight = 0
         }
     }

@@ -33,6 +33,7 @@ final class ModemManagerSignals {
     private let cancellable: UnsafeMutablePointer<GCancellable>
     private let onChange: () -> Void
     private let logger: Logger
+    private let failureLevel: Logger.Level
     /// What GLib's callbacks hold: a weak way back, so a callback after we are gone does nothing.
     private let handle: Handle
     /// Each modem's signal quality, by object path.
@@ -52,9 +53,11 @@ final class ModemManagerSignals {
 
     /// Connects to the system bus (`g_bus_get`, asynchronously) and starts following
     /// ModemManager there, without starting it when it does not run.
-    init(logger: Logger, onChange: @escaping () -> Void) {
+    /// A call that fails is logged at `failureLevel` (see `NetworkObserver.init`).
+    init(logger: Logger, failureLevel: Logger.Level, onChange: @escaping () -> Void) {
         self.onChange = onChange
         self.logger = logger
+        self.failureLevel = failureLevel
         cancellable = g_cancellable_new()
         handle = Handle()
         handle.owner = self
@@ -245,7 +248,7 @@ final class ModemManagerSignals {
         guard let error else { return }
         let (message, cancelled) = GLibError.take(error)
         if cancelled { return }
-        enter(handle, message) { owner, message in owner.logger.warning("\(what) (\(message))") }
+        enter(handle, message) { owner, message in owner.logger.log(level: owner.failureLevel, "\(what) (\(message))") }
     }
 
     /// The signal quality in percent of ModemManager's modem at `path` while

@@ -25,6 +25,8 @@ public final class NetworkManagerBackend {
     private let cancellable: UnsafeMutablePointer<GCancellable>
     private let onChange: () -> Void
     private let logger: Logger
+    /// The level of "cannot reach NetworkManager" and of ModemManager's failed calls.
+    private let failureLevel: Logger.Level
     /// Why libnm could not be used at all (no system bus), once known.
     public private(set) var failure: String?
     /// Whether the client's creation has ended, made or failed: until then nothing
@@ -32,10 +34,12 @@ public final class NetworkManagerBackend {
     public var isSettled: Bool { client != nil || failure != nil }
 
     /// Starts creating the libnm client (`nm_client_new_async`); `onChange` is
-    /// called once it is ready and after every change.
-    public init(logger: Logger, onChange: @escaping () -> Void) {
+    /// called once it is ready and after every change. A source that cannot be read is
+    /// logged at `failureLevel` (see `NetworkObserver.init`).
+    public init(logger: Logger, failureLevel: Logger.Level, onChange: @escaping () -> Void) {
         self.onChange = onChange
         self.logger = logger
+        self.failureLevel = failureLevel
         cancellable = g_cancellable_new()
         nm_client_new_async(cancellable, Self.clientMade, Unmanaged.passUnretained(self).toOpaque())
     }
@@ -75,7 +79,7 @@ public final class NetworkManagerBackend {
             if cancelled { return }
             enter(data, message) { backend, message in
                 backend.failure = message
-                backend.logger.warning("cannot reach NetworkManager on the system bus (\(message))")
+                backend.logger.log(level: backend.failureLevel, "cannot reach NetworkManager on the system bus (\(message))")
                 backend.onChange()
             }
             return
@@ -185,7 +189,7 @@ public final class NetworkManagerBackend {
         if !devices.contains(where: { nm_device_get_device_type(OpaquePointer($0)) == NM_DEVICE_TYPE_MODEM }) {
             modemManager = nil
         } else if modemManager == nil {
-            modemManager = ModemManagerSignals(logger: logger) { [unowned self] in self.signalChanged() }
+            modemManager = ModemManagerSignals(logger: logger, failureLevel: failureLevel) { [unowned self] in self.signalChanged() }
         }
     }
 

@@ -28,9 +28,11 @@ public final class NetworkObserver: NetworkFactSource {
     private let onChange: () -> Void
     private let logger: Logger
 
-    /// Starts watching; `onChange` after each burst of changes. Every part logs to `logger`
-    /// (the default is temporary: `TargetEvaluator` does not pass its logger yet).
-    public init(mode: BackendMode, logger: Logger = Log.compatibilityLogger,
+    /// Starts watching; `onChange` after each burst of changes. Every part logs to `logger`;
+    /// a source that cannot be read (NetworkManager not reachable, a call to ModemManager
+    /// that failed) at `failureLevel`: `warning` in the daemon, whose administrator should
+    /// hear of it, `info` in a library (swift-log's rule: a library logs at `info` or below).
+    public init(mode: BackendMode, logger: Logger, failureLevel: Logger.Level,
                 onChange: @escaping () -> Void) throws(NetlinkError) {
         self.mode = mode
         self.onChange = onChange
@@ -43,7 +45,7 @@ public final class NetworkObserver: NetworkFactSource {
         if let links = try? netlink.links() { monitor?.seed(links) }
         if mode != .kernel {
             // The client's creation (or its failure) triggers the first evaluation.
-            networkManager = NetworkManagerBackend(logger: logger) { [unowned self] in self.scheduleChange() }
+            networkManager = NetworkManagerBackend(logger: logger, failureLevel: failureLevel) { [unowned self] in self.scheduleChange() }
         } else {
             // Nothing else would: the kernel's facts are there now.
             scheduleChange()

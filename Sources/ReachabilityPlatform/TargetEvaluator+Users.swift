@@ -1,4 +1,5 @@
 import Glibc
+import Logging
 import ReachabilityCore
 import ReachabilityLoop
 
@@ -65,7 +66,7 @@ extension TargetEvaluator {
         if let source, !missing.isEmpty {
             users.lookups += missing.count
             // Within an evaluation its one line counts them; a query's are said here.
-            if !isEvaluating { Log.debug("\(missing.count) lookups for other uids (uid \(uid))") }
+            if !isEvaluating { logger.debug("\(missing.count) lookups for other uids (uid \(uid))") }
             for (address, route) in zip(missing, source.routes(to: missing, uid: uid)) { known[address] = .some(route) }
         }
         users.routes[answerClass] = known

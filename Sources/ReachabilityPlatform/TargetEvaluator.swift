@@ -1,4 +1,5 @@
 import Glibc
+import Logging
 import ReachabilityCore
 import ReachabilityLoop
 
@@ -22,6 +23,8 @@ import ReachabilityLoop
 @LoopActor
 public final class TargetEvaluator {
     var source: NetworkFactSource?
+    /// Where the evaluator and everything it makes (the resolver, the network observer) log.
+    let logger: Logger
     /// Looks host names up.
     let resolver: any NameResolver
     public private(set) var facts: NetworkFacts = .unknown
@@ -70,15 +73,19 @@ public final class TargetEvaluator {
     /// happens while they are not wanted (the daemon logs each one with `--verbose`).
     public var pathEvaluations: Int { paths.count }
 
-    /// `resolver` looks the host names up (GLib's, unless a test brings its own).
-    public init(refreshInterval: UInt32, resolver: any NameResolver = GLibResolver()) {
+    /// `resolver` looks the host names up (`nil`: GLib's; a test brings its own).
+    public init(refreshInterval: UInt32, logger: Logger, resolver: (any NameResolver)? = nil) {
         self.refreshInterval = refreshInterval
-        self.resolver = resolver
+        self.logger = logger
+        self.resolver = resolver ?? GLibResolver(logger: logger)
     }
 
-    /// Starts watching the network; the first evaluation follows on the loop.
-    public func start(mode: BackendMode) throws(NetlinkError) {
-        start(source: try NetworkObserver(mode: mode) { [unowned self] in self.networkChanged() })
+    /// Starts watching the network; the first evaluation follows on the loop. A source
+    /// that cannot be read is logged at `failureLevel` (see `NetworkObserver.init`).
+    public func start(mode: BackendMode, failureLevel: Logger.Level) throws(NetlinkError) {
+        start(source: try NetworkObserver(mode: mode, logger: logger, failureLevel: failureLevel) {
+            [unowned self] in self.networkChanged()
+        })
     }
 
     /// Reads the network from `source` instead (recorded answers a test replays); the
@@ -164,13 +171,14 @@ public final class TargetEvaluator {
         let path = isPathWanted ? "; " + evaluatePath(logged: false) : ""
         // One line per evaluation, naming what changed and why (the first few), the path's
         // evaluation and the lookups made for other users' uid rules included.
-        Log.debug("evaluated \(targets.count) targets in \(Double(evaluated - start) / 1000) ms; "
-                  + "announced \(changed.count) changes in \(Double(announced - evaluated) / 1000) ms"
-                  + changed.prefix(5).map { "; \($0.logName): \($0.state.summary)" }
-                      .joined()
-                  + (changed.count > 5 ? "; …" : "")
-                  + (users.lookups > lookupsBefore ? "; \(users.lookups - lookupsBefore) lookups for other uids" : "")
-                  + path)
+        logger.debug("""
+            evaluated \(targets.count) targets in \(Double(evaluated - start) / 1000) ms; \
+            announced \(changed.count) changes in \(Double(announced - evaluated) / 1000) ms\
+            \(changed.prefix(5).map { "; \($0.logName): \($0.state.summary)" }.joined())\
+            \(changed.count > 5 ? "; …" : "")\
+            \(users.lookups > lookupsBefore ? "; \(users.lookups - lookupsBefore) lookups for other uids" : "")\
+            \(path)
+            """)
         // Announced first; then the names are looked up again.
         for target in targets { resolve(target) }
         sink?.evaluationFinished()
@@ -215,7 +223,7 @@ public final class TargetEvaluator {
     @discardableResult
     private func evaluatePath(logged: Bool = true) -> String {
         let (changed, words) = paths.evaluate(facts, source: source)
-        if logged { Log.debug(words) }
+        if logged { logger.debug("\(words)") }
         if changed { sink?.pathChanged(paths.state) }
         return words
     }

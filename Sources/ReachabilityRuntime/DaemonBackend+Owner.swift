@@ -1,3 +1,4 @@
+import Logging
 import ReachabilityBus
 import ReachabilityCore
 import ReachabilityLoop
@@ -62,11 +63,11 @@ extension DaemonBackend {
     func ownerChanged(_ owner: String) {
         let now = MonotonicClock.microseconds()
         if owner.isEmpty {
-            Log.info("\(ServiceNames.busName) left the system bus; targets are unknown until it is back")
+            logger.info("\(ServiceNames.busName) left the system bus; targets are unknown until it is back")
             if now - ownedSince >= Self.restartSettle { restartAttempts = 0 }
             outageAttempts = 0
         } else {
-            Log.debug("\(ServiceNames.busName) is on the system bus as \(owner)")
+            logger.debug("\(ServiceNames.busName) is on the system bus as \(owner)")
             ownedSince = now
             restartTimer = nil
         }
@@ -118,22 +119,22 @@ extension DaemonBackend {
         isActivatable { [weak self] activatable in
             guard let self, self.owner.isEmpty, !self.isDisconnected else { return }
             guard activatable else {
-                return Log.info("the system bus cannot start \(name); waiting for it to come back")
+                return self.logger.info("the system bus cannot start \(name); waiting for it to come back")
             }
             self.restartAttempts += 1
             self.outageAttempts += 1
             let attempt = self.restartAttempts
-            Log.info("starting \(name) again (attempt \(attempt) of \(Self.restartAttemptsMax))")
+            self.logger.info("starting \(name) again (attempt \(attempt) of \(Self.restartAttemptsMax))")
             // The bus's own activation timeout (25 s by default) ends a start that hangs.
             self.driver("StartServiceByName", [.string(name), .uint32(0)], timeoutMilliseconds: 60_000) {
                 [weak self] result in
                 guard let self, self.owner.isEmpty else { return }  // back: every hold is re-established
                 if case .failure(let error) = result {
-                    Log.warning("could not start \(name) (attempt \(attempt)): \(error.message)")
+                    self.logger.warning("could not start \(name) (attempt \(attempt)): \(error.message)")
                 }
                 guard attempt < Self.restartAttemptsMax else {
-                    return Log.warning("\(name) could not be started again (\(attempt) attempts); "
-                                       + "waiting for it to come back")
+                    return self.logger.warning(
+                        "\(name) could not be started again (\(attempt) attempts); waiting for it to come back")
                 }
                 self.scheduleRestart()
             }

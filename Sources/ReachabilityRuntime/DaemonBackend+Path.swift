@@ -1,3 +1,4 @@
+import Logging
 import ReachabilityBus
 import ReachabilityCore
 import ReachabilityLoop
@@ -48,13 +49,14 @@ extension DaemonBackend {
     /// A daemon without `WatchPath` (older than the library) gives no interfaces: the path
     /// is unsatisfied, as with no network, and the error is logged.
     func startPath(_ watch: PathWatch) {
-        call(Self.root, ServiceNames.managerInterface, Contract.Manager.watchPath.name) { [weak self] result in
-            Log.debug("WatchPath: \(result)")
+        call(Self.root, ServiceNames.managerInterface, Contract.Manager.watchPath.name) {
+            [weak self, logger] result in
+            logger.debug("WatchPath: \(result)")
             guard let self else { return }
             switch result {
             case .success(let values):
                 guard case .objectPath(let path)? = values.first else {
-                    Log.error("unexpected reply to WatchPath: \(values.signature)")
+                    self.logger.error("unexpected reply to WatchPath: \(values.signature)")
                     return watch.feed.publish(.none, settled: true)
                 }
                 guard self.pathWatch === watch else {
@@ -63,7 +65,7 @@ extension DaemonBackend {
                 }
                 self.attachPath(watch, at: path)
             case .failure(let error):
-                Log.error("WatchPath: \(error)")
+                self.logger.error("WatchPath: \(error)")
                 watch.feed.publish(.none, settled: true)
             }
         }
@@ -83,7 +85,7 @@ extension DaemonBackend {
         readProperties(at: path, of: ServiceNames.pathInterface) { [weak self] result in
             guard let self, self.pathWatch === watch else { return }
             guard case .success(let properties) = result else {
-                Log.error("GetAll on \(path.rawValue): \(result)")
+                self.logger.error("GetAll on \(path.rawValue): \(result)")
                 return watch.feed.publish(.none, settled: true)
             }
             watch.properties = properties

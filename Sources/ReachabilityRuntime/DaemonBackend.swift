@@ -1,3 +1,4 @@
+import Logging
 import ReachabilityBus
 import ReachabilityCore
 import ReachabilityLoop
@@ -22,6 +23,8 @@ import ReachabilityPlatform
 @LoopActor
 final class DaemonBackend: FeedBackend {
     let connection: BusConnection
+    /// The library's log (the application's logger): the service leaving and coming back, what it answered.
+    let logger: Logger
     private var ownerWatch: SignalSubscription?
     private var signals: SignalSubscription?
     /// The service's unique name (`""`: it is away), as the bus driver last told it.
@@ -87,9 +90,10 @@ final class DaemonBackend: FeedBackend {
         func publish() { feed.publish(ReachabilityState(properties: properties), settled: isAnswer) }
     }
 
-    init() throws(ReachabilityError) {
+    init(logger: Logger) throws(ReachabilityError) {
+        self.logger = logger
         do {
-            connection = try BusConnection(.system)
+            connection = try BusConnection(.system, logger: logger)
         } catch {
             throw .serviceUnavailable(error.message)
         }
@@ -106,7 +110,7 @@ final class DaemonBackend: FeedBackend {
         }
         connection.onDisconnected = { [unowned self] in
             // The system bus itself went away: nothing can be known through it any more.
-            Log.error("disconnected from the system bus")
+            self.logger.error("disconnected from the system bus")
             self.isDisconnected = true
             self.ownerChanged("")
         }
@@ -159,8 +163,8 @@ final class DaemonBackend: FeedBackend {
         watch.isStarting = true
         watch.startedWhileAway = owner.isEmpty
         startsInFlight += 1
-        call(Self.root, ServiceNames.managerInterface, member, arguments) { [weak self] result in
-            Log.debug("\(member) \(key.target): \(result)")
+        call(Self.root, ServiceNames.managerInterface, member, arguments) { [weak self, logger] result in
+            logger.debug("\(member) \(key.target): \(result)")
             guard let self else { return }
             self.startsInFlight -= 1
             defer { if self.startsInFlight == 0 { self.announced = [:] } }
@@ -202,7 +206,7 @@ final class DaemonBackend: FeedBackend {
                 watch.properties = properties
                 watch.publish()
             case .failure(let error):
-                Log.error("GetAll on \(path.rawValue): \(error)")
+                self.logger.error("GetAll on \(path.rawValue): \(error)")
                 // No first answer can come from it: its subscribers hear why (a later one tries again).
                 if !watch.feed.isSettled { watch.feed.fail(ReachabilityError(error)) }
             }

@@ -8,9 +8,9 @@ package enum DaemonHolders {
     package static func list(timeoutMilliseconds: Int32 = 15_000) async throws(ReachabilityError)
         -> [ReachabilityHolder]
     {
-        let result: Result<[ReachabilityHolder], ReachabilityError> = await Runtime.answer { _, done in
+        let result: Result<[ReachabilityHolder], ReachabilityError> = await Runtime.answer { runtime, done in
             do throws(ReachabilityError) {
-                let connection = try MetricsFollower.connect()
+                let connection = try MetricsFollower.connect(logger: runtime.logger)
                 let reply = Result { () throws(BusError) in
                     try connection.call(destination: ServiceNames.busName, path: MetricsFollower.root,
                                         interface: ServiceNames.managerInterface,

@@ -1,3 +1,4 @@
+import Logging
 import ReachabilityBus
 import ReachabilityCore
 import ReachabilityLoop
@@ -8,9 +9,9 @@ package enum DaemonMetrics {
     /// the `adm` group only; anybody else gets an error that says so. Blocks the
     /// library's thread for the length of the call: for tools.
     package static func read(timeoutMilliseconds: Int32 = 15_000) async throws(ReachabilityError) -> String {
-        let result: Result<String, ReachabilityError> = await Runtime.answer { _, done in
+        let result: Result<String, ReachabilityError> = await Runtime.answer { runtime, done in
             do throws(ReachabilityError) {
-                let connection = try MetricsFollower.connect()
+                let connection = try MetricsFollower.connect(logger: runtime.logger)
                 done(MetricsFollower.text(Result { () throws(BusError) in
                     try connection.call(destination: ServiceNames.busName, path: MetricsFollower.root,
                                         interface: ServiceNames.metricsInterface, member: Contract.Metrics.read.name,
@@ -31,9 +32,9 @@ package enum DaemonMetrics {
         let id = Runtime.newID()
         return AsyncThrowingStream { continuation in
             continuation.onTermination = { _ in Runtime.send { _ in MetricsFollower.all[id] = nil } }
-            Runtime.send { _ in
+            Runtime.send { runtime in
                 do throws(ReachabilityError) {
-                    MetricsFollower.all[id] = try MetricsFollower { result in
+                    MetricsFollower.all[id] = try MetricsFollower(logger: runtime.logger) { result in
                         switch result {
                         case .success(let text): continuation.yield(text)
                         case .failure(let error):
@@ -63,9 +64,9 @@ final class MetricsFollower {
     private var changed: SignalSubscription?
     private let deliver: (Result<String, ReachabilityError>) -> Void
 
-    init(_ deliver: @escaping (Result<String, ReachabilityError>) -> Void) throws(ReachabilityError) {
+    init(logger: Logger, _ deliver: @escaping (Result<String, ReachabilityError>) -> Void) throws(ReachabilityError) {
         self.deliver = deliver
-        connection = try Self.connect()
+        connection = try Self.connect(logger: logger)
         // The owner first: the bus answers in order, so the daemon's unique name is known
         // before its first Changed (signals from anybody else are not taken for its own).
         owner = connection.followOwner(of: ServiceNames.busName) { [weak self] owner in
@@ -77,9 +78,10 @@ final class MetricsFollower {
         follow()
     }
 
-    static func connect() throws(ReachabilityError) -> BusConnection {
+    /// A private connection to the system bus, logging to `logger` (the library's).
+    static func connect(logger: Logger) throws(ReachabilityError) -> BusConnection {
         do {
-            return try BusConnection(.system)
+            return try BusConnection(.system, logger: logger)
         } catch {
             throw .serviceUnavailable(error.message)
         }

@@ -1,3 +1,4 @@
+import Logging
 import ReachabilityBus
 import ReachabilityCore
 import ReachabilityPlatform
@@ -8,7 +9,7 @@ import ReachabilityLoop
 /// rtnetlink; names through GLib's resolver. Used when no daemon is on the bus.
 @LoopActor
 final class InProcessBackend: FeedBackend {
-    private let evaluator = TargetEvaluator(refreshInterval: 300)
+    private let evaluator: TargetEvaluator
     /// The target evaluated for each feed, and the feed of each target.
     private var targets: [ObjectIdentifier: WatchedTarget] = [:]
     private var feedsByTarget: [ObjectIdentifier: Feed] = [:]
@@ -17,10 +18,14 @@ final class InProcessBackend: FeedBackend {
     /// The path feed, while a path monitor in this process runs.
     private var pathFeed: PathFeed?
 
-    init() throws(ReachabilityError) {
+    /// Everything it makes logs to `logger` (the library's, the application's).
+    init(logger: Logger) throws(ReachabilityError) {
+        evaluator = TargetEvaluator(refreshInterval: 300, logger: logger)
         evaluator.sink = self
         do {
-            try evaluator.start(mode: .auto)
+            // A library logs at info or below (swift-log's rule): NetworkManager out of
+            // reach is a fallback to the kernel's facts here, not an administrator's warning.
+            try evaluator.start(mode: .auto, failureLevel: .info)
         } catch {
             throw .serviceUnavailable("cannot watch the kernel's network state: \(error)")
         }

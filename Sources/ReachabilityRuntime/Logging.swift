@@ -38,36 +38,43 @@ public enum ReachabilityLogging {
         return made.handler is StreamLogHandler ? nil : made
     }
 
-    /// Hands the library's records to swift-log (called once, when the library starts).
-    /// A record below the logger's level is never made; the others keep where they were
-    /// written (`source` is the library's module, `file` and `line` the call's).
-    static func install() {
-        Log.handler = Log.Handler(
-            wants: { priority in effectiveLogger.map { $0.logLevel <= level(priority) } ?? false },
-            take: { record in
-                guard let logger = effectiveLogger else { return }
-                var metadata: Logger.Metadata = [:]
-                for (key, value) in record.fields { metadata[metadataKey(key)] = .string(value) }
-                if let event = record.event { metadata["message.id"] = .string(event.id) }
-                logger.log(level: level(record.priority), "\(record.message)", metadata: metadata,
-                           source: record.module, file: record.fileID, function: "", line: record.line)
-            })
-    }
-
-    /// `REACH_BACKEND_MODE` → `backend.mode`.
-    static func metadataKey(_ field: String) -> String {
-        let name = field.hasPrefix("REACH_") ? field.dropFirst(6) : Substring(field)
-        return String(name.lowercased().map { $0 == "_" ? "." : $0 })
-    }
-
-    static func level(_ priority: Log.Priority) -> Logger.Level {
-        switch priority {
-        case .emerg, .alert, .crit: .critical
-        case .err: .error
-        case .warning: .warning
-        case .notice: .notice
-        case .info: .info
-        case .debug: .debug
+    /// The logger the library hands to everything it makes, once per process: with
+    /// `REACHABILITY_DEBUG` set (and not `0`), every record on standard error (a
+    /// ``SystemLog`` at `debug`); otherwise the application's (``ApplicationLogHandler``).
+    static func libraryLogger(debug: String?) -> Logger {
+        if let debug, !debug.isEmpty, debug != "0" {
+            return SystemLog(program: "reachability", level: .debug).logger
         }
+        return Logger(label: label) { _ in ApplicationLogHandler() }
+    }
+}
+
+/// The library's records, handed to the application's logger of the moment
+/// (``ReachabilityLogging/effectiveLogger``): a logger set, or swift-log bootstrapped,
+/// after the library made its own is still honoured. Its level is that logger's, so a
+/// record the application would drop is never made. Each record keeps its `source`
+/// (the library's module that wrote it), `file` and `line`.
+struct ApplicationLogHandler: LogHandler {
+    var metadata: Logger.Metadata = [:]
+    var metadataProvider: Logger.MetadataProvider?
+
+    /// The application's logger's level (`critical` while nobody listens); the application
+    /// sets it on its own logger, so setting it here does nothing.
+    var logLevel: Logger.Level {
+        get { ReachabilityLogging.effectiveLogger?.logLevel ?? .critical }
+        set {}
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        guard let logger = ReachabilityLogging.effectiveLogger else { return }
+        var merged = metadata.merging(metadataProvider?.get() ?? [:]) { _, provided in provided }
+        if let explicit = event.metadata { merged.merge(explicit) { _, explicit in explicit } }
+        logger.log(level: event.level, event.message, error: event.error, metadata: merged.isEmpty ? nil : merged,
+                   source: event.source, file: event.file, function: event.function, line: event.line)
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import Logging
 import ReachabilityBus
 import ReachabilityCore
 import ReachabilityLoop
@@ -24,8 +25,13 @@ package final class Runtime {
     /// The per-interface paths, one feed per mode while anyone follows them (see PathFeed.swift).
     var pathFeeds: [ReachabilityMode: PathFeed] = [:]
     var pathFeedOfSubscriber: [Int: ReachabilityMode] = [:]
+    /// The library's log, handed to everything the runtime makes: the application's swift-log
+    /// (`ReachabilityLogging`), or standard error with `REACHABILITY_DEBUG`.
+    package nonisolated let logger: Logger
 
-    private init() {}
+    private init() {
+        logger = ReachabilityLogging.libraryLogger(debug: getenv("REACHABILITY_DEBUG").map { String(cString: $0) })
+    }
 
     // MARK: From any thread
 
@@ -42,14 +48,8 @@ package final class Runtime {
         Task { @LoopActor in body(Runtime.shared) }
     }
 
-    /// Once per process: the log set up for a library, the loop thread started.
+    /// Once per process: the loop thread started.
     private nonisolated static let started: Bool = {
-        // A library keeps quiet on the host program's standard error, unless asked.
-        let debug = getenv("REACHABILITY_DEBUG").map { String(cString: $0) } ?? ""
-        Log.program = debug.isEmpty || debug == "0" ? nil : "reachability"
-        Log.verbose = Log.program != nil
-        // Otherwise its records are the application's (swift-log).
-        if Log.program == nil { ReachabilityLogging.install() }
         LoopThread.start()
         return true
     }()
@@ -95,20 +95,20 @@ package final class Runtime {
         if requested == .inProcess { return done(.success(.inProcess)) }
         switch daemonBackend() {
         case .success(let daemon):
-            daemon.isServiceAvailable { available in
+            daemon.isServiceAvailable { [logger] available in
                 if available {
-                    Log.debug("answering through \(ServiceNames.busName) on the system bus")
+                    logger.debug("answering through \(ServiceNames.busName) on the system bus")
                     return done(.success(.daemon))
                 }
                 if requested != .daemon {
-                    Log.info("\(ServiceNames.busName) is not on the system bus; answering in-process")
+                    logger.info("\(ServiceNames.busName) is not on the system bus; answering in-process")
                 }
                 done(requested == .daemon
                     ? .failure(.serviceUnavailable("\(ServiceNames.busName) is not on the system bus"))
                     : .success(.inProcess))
             }
         case .failure(let error):
-            if requested != .daemon { Log.info("cannot use the system bus (\(error)); answering in-process") }
+            if requested != .daemon { logger.info("cannot use the system bus (\(error)); answering in-process") }
             done(requested == .daemon ? .failure(error) : .success(.inProcess))
         }
     }
@@ -128,13 +128,14 @@ package final class Runtime {
     }
 
     private func daemonBackend() -> Result<DaemonBackend, ReachabilityError> {
-        Self.made(&daemon) { () throws(ReachabilityError) in try DaemonBackend() }
+        Self.made(&daemon) { () throws(ReachabilityError) in try DaemonBackend(logger: logger) }
     }
 
     func backend(_ mode: ReachabilityMode) -> Result<FeedBackend, ReachabilityError> {
         switch mode {
         case .daemon: daemonBackend().map { $0 }
-        case .inProcess: Self.made(&inProcess) { () throws(ReachabilityError) in try InProcessBackend() }.map { $0 }
+        case .inProcess:
+            Self.made(&inProcess) { () throws(ReachabilityError) in try InProcessBackend(logger: logger) }.map { $0 }
         }
     }
 
@@ -154,7 +155,7 @@ package final class Runtime {
                                              end: { subscription.deliver(.failure($0)) }, established: established)
                 self.join(subscription.id, subscription.key, mode: mode, listener)
             case .failure(let error):
-                Log.debug("cannot watch \(subscription.key.target): \(error)")
+                self.logger.debug("cannot watch \(subscription.key.target): \(error)")
                 established(error)
                 subscription.deliver(.failure(error))
             }
@@ -173,7 +174,7 @@ package final class Runtime {
         }
         feedOfSubscription[id] = (mode, key)
         if let feed = feeds[mode]?[key] { return feed.add(id, listener) }
-        Log.debug("watching \(key.target) (\(mode))")
+        logger.debug("watching \(key.target) (\(mode))")
         let feed = Feed(key: key)
         feeds[mode, default: [:]][key] = feed
         feed.ended = { [unowned self, unowned feed] in

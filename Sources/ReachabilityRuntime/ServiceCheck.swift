@@ -1,3 +1,4 @@
+import Logging
 import ReachabilityBus
 import ReachabilityCore
 import ReachabilityLoop
@@ -41,7 +42,9 @@ package enum ServiceCheck {
     /// the internet target. Never evaluates in-process. Blocks the library's thread for
     /// the length of the calls (at most `timeoutMilliseconds` each): for tools.
     package static func run(timeoutMilliseconds: Int32) async -> ReachabilityServiceCheck {
-        await Runtime.answer { _, done in done(ServiceProbe.run(timeout: timeoutMilliseconds)) }
+        await Runtime.answer { runtime, done in
+            done(ServiceProbe.run(timeout: timeoutMilliseconds, logger: runtime.logger))
+        }
     }
 }
 
@@ -51,11 +54,11 @@ private enum ServiceProbe {
     static let bus = ObjectPath("/org/freedesktop/DBus")
     static let root = ObjectPath(rawValue: ServiceNames.rootPath)!
 
-    static func run(timeout: Int32) -> ReachabilityServiceCheck {
+    static func run(timeout: Int32, logger: Logger) -> ReachabilityServiceCheck {
         var check = ReachabilityServiceCheck()
         let connection: BusConnection
         do {
-            connection = try BusConnection(.system)
+            connection = try BusConnection(.system, logger: logger)
         } catch {
             check.busError = error.message
             return check

@@ -82,15 +82,17 @@ public final class Daemon {
         } catch {
             throw .failure(error.message)
         }
-        requests = EvaluationRequests(refreshInterval: options.refreshInterval)
+        requests = EvaluationRequests(refreshInterval: options.refreshInterval, logger: logger)
         internet = TargetObject(WatchedTarget(), requests: requests)
         registry = TargetRegistry(connection: connection, requests: requests,
                                   perClientLimit: options.maximumTargetsPerClient,
-                                  perUserLimit: options.maximumTargetsPerUser, globalLimit: options.maximumTargets)
+                                  perUserLimit: options.maximumTargetsPerUser, globalLimit: options.maximumTargets,
+                                  logger: logger)
         paths = PathRegistry(connection: connection, evaluator: requests.evaluator)
         manager = ManagerObject(registry: registry, paths: paths, requests: requests)
         metrics = MetricsObject(render: options.metricsText)
-        wiring = TargetWiring(internet: internet, registry: registry, evaluator: requests.evaluator, metrics: metrics)
+        wiring = TargetWiring(internet: internet, registry: registry, evaluator: requests.evaluator, metrics: metrics,
+                              logger: logger)
         // Objects first, so that whoever sees the name appear finds them.
         let root = connection.export(at: Names.rootPath, interfaces: [
             ManagerObject.interface.bound(to: manager),
@@ -189,7 +191,8 @@ public final class Daemon {
         wiring.daemon = self
         evaluator.sink = wiring
         do {
-            try evaluator.start(mode: backendMode)
+            // A source it cannot read is the administrator's business: a warning.
+            try evaluator.start(mode: backendMode, failureLevel: .warning)
         } catch {
             throw .failure("cannot watch the kernel's network state: \(error)")
         }

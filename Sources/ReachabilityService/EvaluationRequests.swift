@@ -1,3 +1,4 @@
+import Logging
 import ReachabilityBus
 import ReachabilityCore
 import ReachabilityPlatform
@@ -24,9 +25,9 @@ final class EvaluationRequests {
     /// A `Refresh` within this long of the last one uses the facts that one read.
     static let refreshJoinWindow: Int64 = 100_000
 
-    /// `resolver` looks host names up (GLib's, unless a test brings its own).
-    init(refreshInterval: UInt32, resolver: any NameResolver = GLibResolver()) {
-        evaluator = TargetEvaluator(refreshInterval: refreshInterval, resolver: resolver)
+    /// `resolver` looks host names up (`nil`: GLib's; a test brings its own). The evaluator logs to `logger`.
+    init(refreshInterval: UInt32, logger: Logger, resolver: (any NameResolver)? = nil) {
+        evaluator = TargetEvaluator(refreshInterval: refreshInterval, logger: logger, resolver: resolver)
     }
 
     /// `Refresh`: re-read everything (at most once per `refreshJoinWindow`: the events keep the

@@ -1,3 +1,4 @@
+import Logging
 import ReachabilityBus
 import ReachabilityCore
 import ReachabilityPlatform
@@ -31,11 +32,14 @@ final class TargetRegistry {
     /// A client became a holder of an object that was there already (its user may need
     /// an answer of its own).
     var onHeld: ((TargetObject) -> Void)?
+    /// Hears of a client over its limit.
+    private let logger: Logger
 
     init(connection: any ObjectExporter, requests: EvaluationRequests, perClientLimit: Int, perUserLimit: Int,
-         globalLimit: Int) {
+         globalLimit: Int, logger: Logger) {
         self.connection = connection
         self.requests = requests
+        self.logger = logger
         holders = HolderRegistry(perClientLimit: perClientLimit, perUserLimit: perUserLimit, globalLimit: globalLimit)
     }
 
@@ -71,8 +75,9 @@ final class TargetRegistry {
         } catch {
             // Once per client (until it leaves): a client that keeps trying does not flood the log.
             if overLimit.insert(client).inserted {
-                Log.notice("\(client) (uid \(user)) is over its limit: \(error.message)", .clientOverLimit,
-                           ["REACH_CLIENT": client, "REACH_TARGET": input.name, "REACH_UID": "\(user)"])
+                logger.notice("\(client) (uid \(user)) is over its limit: \(error.message)",
+                              metadata: .event(.clientOverLimit,
+                                               ["client": "\(client)", "target": "\(input.name)", "uid": "\(user)"]))
             }
             throw ServiceError.tooManyTargets(error.message)
         }

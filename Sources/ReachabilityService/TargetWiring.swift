@@ -1,3 +1,4 @@
+import Logging
 import ReachabilityBus
 import ReachabilityCore
 import ReachabilityLoop
@@ -27,14 +28,18 @@ final class TargetWiring: EvaluationSink {
     private let registry: TargetRegistry
     private let evaluator: TargetEvaluator
     private let metrics: MetricsObject
+    /// Hears of each change of the internet's answer.
+    private let logger: Logger
     /// Weak: the daemon owns this.
     weak var daemon: (any EvaluationEvents)?
 
-    init(internet: TargetObject, registry: TargetRegistry, evaluator: TargetEvaluator, metrics: MetricsObject) {
+    init(internet: TargetObject, registry: TargetRegistry, evaluator: TargetEvaluator, metrics: MetricsObject,
+         logger: Logger) {
         self.internet = internet
         self.registry = registry
         self.evaluator = evaluator
         self.metrics = metrics
+        self.logger = logger
         // Evaluated before it is exported: its first announcement is its real state (Status -1
         // only while a host's first lookup is in flight or nothing is known yet).
         registry.onCreated = { object in evaluator.apply(evaluator.state(of: object.target), to: object.target) }
@@ -61,8 +66,9 @@ final class TargetWiring: EvaluationSink {
         // One notice per change of the internet's answer as a person reads it.
         if target === internet.target, target.state.summary != old.summary, target.state.flags != nil {
             let state = target.state
-            Log.notice("internet: \(state.summary)", .internetChanged,
-                       ["REACH_REASON": state.reason?.rawValue ?? "", "REACH_INTERFACE": state.interface])
+            logger.notice("internet: \(state.summary)", metadata: .event(.internetChanged, [
+                "reason": "\(state.reason?.rawValue ?? "")", "interface": "\(state.interface)",
+            ]))
         }
         metrics.targetChanged(target)
     }

@@ -28,8 +28,6 @@ func main() -> Int32 {
         return 0
     case .run:
         if options.verbose { log.level = .debug }
-        // TEMPORARY (issue 29): the files that still call `Log.info(…)` write here too.
-        Log.processLog = log
         // The exporter, chosen once: every instrument below reports to it.
         var options = options
         options.metricsText = PrometheusExport.bootstrap()

@@ -28,7 +28,7 @@ struct HostTargetTests {
         network.internet(.ipv4, via0)
         network.answers[try! IPAddress(parsing: "198.51.100.80")] = via0
         let resolver = ScriptedResolver()
-        let evaluator = TargetEvaluator(refreshInterval: 300, resolver: resolver)
+        let evaluator = TargetEvaluator(refreshInterval: 300, logger: recordingLogger().logger, resolver: resolver)
         let sink = Watching()
         evaluator.sink = sink
         evaluator.start(source: network)

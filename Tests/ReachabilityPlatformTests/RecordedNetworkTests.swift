@@ -1,4 +1,5 @@
 import CNetlink
+import Logging
 import ReachabilityCore
 import ReachabilityLoop
 import Testing
@@ -87,8 +88,10 @@ struct RecordedNetworkTests {
     /// The evaluator lives on the loop; every test runs there.
     init() { LoopThread.start() }
 
-    @LoopActor private func evaluator(_ network: RecordedNetwork) -> (TargetEvaluator, InternetOnly) {
-        let evaluator = TargetEvaluator(refreshInterval: 300)
+    @LoopActor private func evaluator(_ network: RecordedNetwork, logger: Logger = recordingLogger().logger)
+        -> (TargetEvaluator, InternetOnly)
+    {
+        let evaluator = TargetEvaluator(refreshInterval: 300, logger: logger)
         let sink = InternetOnly()
         evaluator.sink = sink
         evaluator.start(source: network)
@@ -156,6 +159,27 @@ struct RecordedNetworkTests {
         evaluator.reevaluateEverything()
         #expect(network.lookups > asked, "the cached answers are forgotten")
         #expect(sink.internet.state.flags == [] && sink.changes == [.reachable, []])
+    }
+
+    @Test("the evaluator logs to the logger it is given: one debug line per evaluation, naming what changed")
+    @LoopActor func evaluationLine() {
+        let network = RecordedNetwork(links: [eth0])
+        network.internet(.ipv4, via0)
+        let log = recordingLogger()
+        let (evaluator, sink) = evaluator(network, logger: log.logger)
+        network.internet(.ipv4, nil)
+        network.pending = RouteInvalidation(all: true)
+        evaluator.networkChanged()
+        evaluator.networkChanged()
+        let lines = log.records.entries.filter { $0.level == .debug }.map { "\($0.message)" }
+            .filter { $0.hasPrefix("evaluated ") }
+        #expect(lines.count == 3, "\(log.records.entries)")
+        guard lines.count == 3 else { return }
+        #expect(lines[0].hasPrefix("evaluated 1 targets in ") && lines[0].contains(" ms; announced 1 changes in "))
+        #expect(lines[0].hasSuffix(" ms; internet: reachable via kveth0"), "\(lines[0])")
+        #expect(lines[1].contains("; internet: not reachable"), "\(lines[1])")
+        #expect(lines[2].contains("announced 0 changes in ") && lines[2].hasSuffix(" ms"), "\(lines[2])")
+        #expect(sink.changes == [.reachable, []])
     }
 
     @Test("2: the evaluation after a carrier change follows the kernel, both ways")

@@ -61,7 +61,9 @@ final class DaemonFixture {
         let destinations: [String]?
     }
 
-    let tree = ObjectTree(machineID: { "0123456789abcdef0123456789abcdef" })
+    let tree = ObjectTree(machineID: { "0123456789abcdef0123456789abcdef" }, logger: recordingLogger().logger)
+    /// The log the registry, the wiring and the evaluator are given, and what it kept.
+    let log = recordingLogger()
     let network = FakeNetwork(links: [fixtureLink])
     let resolver = ScriptedResolver()
     let requests: EvaluationRequests
@@ -78,13 +80,14 @@ final class DaemonFixture {
 
     /// Evaluated once: the internet through kveth0, 198.51.100.80 too.
     init(perClientLimit: Int = 256, perUserLimit: Int = 2048, globalLimit: Int = 16384) {
-        requests = EvaluationRequests(refreshInterval: 300, resolver: resolver)
+        requests = EvaluationRequests(refreshInterval: 300, logger: log.logger, resolver: resolver)
         internet = TargetObject(WatchedTarget(), requests: requests)
         registry = TargetRegistry(connection: tree, requests: requests, perClientLimit: perClientLimit,
-                                  perUserLimit: perUserLimit, globalLimit: globalLimit)
+                                  perUserLimit: perUserLimit, globalLimit: globalLimit, logger: log.logger)
         paths = PathRegistry(connection: tree, evaluator: requests.evaluator)
         manager = ManagerObject(registry: registry, paths: paths, requests: requests)
-        wiring = TargetWiring(internet: internet, registry: registry, evaluator: requests.evaluator, metrics: metrics)
+        wiring = TargetWiring(internet: internet, registry: registry, evaluator: requests.evaluator, metrics: metrics,
+                              logger: log.logger)
         let root = tree.export(at: Names.rootPath, interfaces: [
             ManagerObject.interface.bound(to: manager), TargetObject.interface.bound(to: internet),
         ])
@@ -106,7 +109,7 @@ final class DaemonFixture {
               _ arguments: [DBusValue] = [], from sender: String = ":1.10", as user: UserID = 1000) -> Answers {
         let answers = Answers()
         let call = MethodCall(responder: answers, sender: sender, path: path, interface: interface,
-                              member: member, arguments: arguments)
+                              member: member, arguments: arguments, logger: tree.logger)
         call.user = user
         Dispatcher.dispatch(call, in: tree)
         return answers

@@ -102,7 +102,6 @@ struct LogControlTests {
         #expect(record.fields.map(\.1) == ["networkmanager", "auto", "from the handler"])
         #expect(Log.journalField("uid") == "REACH_UID")
         #expect(Log.journalField("target.name-2") == "REACH_TARGET_NAME_2")
-        #expect(Log.metadataKey("REACH_BACKEND_MODE") == "backend.mode")
     }
 
     @Test("a journal entry: KEY=value lines, and a value with a newline as its length and bytes")

@@ -84,6 +84,22 @@ struct TargetRegistryTests {
         #expect(fixture.registry.objects.count == 3)
     }
 
+    @Test("a client over its limit is a notice once, with its event and the journal's fields as metadata")
+    @LoopActor func overLimitNotice() {
+        let fixture = DaemonFixture(perClientLimit: 1)
+        #expect(fixture.watch("192.0.2.1") != nil)
+        #expect(fixture.watch("192.0.2.2") == nil && fixture.watch("192.0.2.3") == nil)
+        let notices = fixture.log.records.entries.filter { $0.metadata[Log.Event.metadataKey] != nil }
+            .filter { $0.metadata[Log.Event.metadataKey] != "\(Log.Event.internetChanged.id)" }
+        #expect(notices.count == 1, "once per client: \(notices)")
+        #expect(notices.first?.level == .notice)
+        let notice = notices.first
+        #expect(notice.map { "\($0.message)".hasPrefix(":1.10 (uid 1000) is over its limit: ") } == true)
+        #expect(notice?.metadata[Log.Event.metadataKey] == "\(Log.Event.clientOverLimit.id)")
+        #expect(notice?.metadata["client"] == ":1.10" && notice?.metadata["target"] == "192.0.2.2")
+        #expect(notice?.metadata["uid"] == "1000" && notice?.metadata.count == 4, "\(notice?.metadata ?? [:])")
+    }
+
     @Test("a client that leaves releases everything; the orphans go a batch at a time, one held again stays")
     @LoopActor func orphans() async throws {
         let fixture = DaemonFixture()

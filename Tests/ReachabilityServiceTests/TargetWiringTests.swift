@@ -50,6 +50,22 @@ struct TargetWiringTests {
         #expect(fixture.property("Status", at: Names.rootPath) == Self.notReachable)
     }
 
+    @Test("each change of the internet's answer is one notice, with its event, reason and interface as metadata")
+    @LoopActor func internetNotice() {
+        let fixture = DaemonFixture()
+        for address in ["8.8.8.8", "1.1.1.1", "9.9.9.9"] { fixture.network.route(address, nil) }
+        fixture.evaluator.networkChanged()
+        fixture.evaluator.networkChanged()
+        let notices = fixture.log.records.entries.filter { $0.level == .notice }
+        let state = fixture.internet.target.state
+        #expect(state.reason != nil)
+        #expect(notices.map { "\($0.message)" } == ["internet: reachable via kveth0", "internet: \(state.summary)"])
+        #expect(notices.allSatisfy { $0.metadata[Log.Event.metadataKey] == "\(Log.Event.internetChanged.id)" })
+        #expect(notices.first?.metadata["reason"] == "" && notices.first?.metadata["interface"] == "kveth0")
+        #expect(notices.last?.metadata["reason"] == "\(state.reason?.rawValue ?? "")")
+        #expect(notices.last?.metadata.count == 3, "\(notices.last?.metadata ?? [:])")
+    }
+
     @Test("a host is exported unknown while its first lookup runs; the answer reaches its object")
     @LoopActor func lookupReachesObject() throws {
         let fixture = DaemonFixture()

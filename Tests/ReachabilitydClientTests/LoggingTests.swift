@@ -37,9 +37,7 @@ struct LoggingTests {
         first.startListening(onQueue: .global()) { _ in }
         first.stopListening()
         #expect(watching("127.0.0.61", in: given.entries), "\(given.entries)")
-        // The service's modules share this test process (their tests run alongside and log
-        // through the same hook); an application has none of them.
-        let library = given.events.filter { $0.source != "ReachabilityService" }
+        let library = given.events  // the records of every manager in this process: all the library's
         #expect(!library.isEmpty)
         #expect(library.allSatisfy { $0.level <= .info || $0.level == .error },
                 "a library logs at info or below: \(library.map { ($0.source, $0.level, "\($0.message)") })")
@@ -62,38 +60,44 @@ struct LoggingTests {
                 "\(bootstrapped.entries)")
     }
 
-    @Test("a record below the logger's level is never made; one above it says where it was written")
+    @Test("the library's logger follows the application's of the moment: below its level nothing is made; above, the record keeps where it was written")
     func levelFirst() {
-        ReachabilityLogging.install()
+        // Made before the application chose its logger, as the runtime's is.
+        let library = ReachabilityLogging.libraryLogger(debug: nil)
         let recorder = SourcedRecorder()
         var logger = Logger(label: "app") { _ in recorder }
         logger.logLevel = .info
         ReachabilityLogging.logger = logger
         defer { ReachabilityLogging.logger = nil }
+        #expect(library.logLevel == .info)
         let made = Mutex(0)
         func message(_ text: String) -> String {
             made.withLock { $0 += 1 }
             return text
         }
-        Log.debug(message("dropped by the level"))
+        library.debug("\(message("dropped by the level"))")
         #expect(made.withLock { $0 } == 0, "a debug record was made for a logger at info")
-        Log.notice(message("kept"), nil, ["REACH_TARGET": "example.com"]); let line: UInt = #line
+        library.notice("\(message("kept"))", metadata: .event(.clientOverLimit, ["target": "example.com"]))
+        let line: UInt = #line - 1
         #expect(made.withLock { $0 } == 1)
+        // Other suites' managers share this process, and their records reach the same logger.
         let kept = recorder.events.filter { "\($0.message)" == "kept" }
         #expect(kept.count == 1)
         #expect(kept.first?.source == "ReachabilitydClientTests")
         #expect(kept.first?.file == "ReachabilitydClientTests/LoggingTests.swift")
         #expect(kept.first?.line == line)
         #expect(kept.first?.metadata?["target"] == "example.com")
+        #expect(kept.first?.metadata?[Log.Event.metadataKey] == "\(Log.Event.clientOverLimit.id)")
     }
 
-    @Test("journal-style fields become dotted metadata keys; priorities map to swift-log levels")
-    func mapping() {
-        #expect(ReachabilityLogging.metadataKey("REACH_TARGET") == "target")
-        #expect(ReachabilityLogging.metadataKey("REACH_BACKEND_MODE") == "backend.mode")
-        #expect(ReachabilityLogging.level(.notice) == .notice)
-        #expect(ReachabilityLogging.level(.err) == .error)
-        #expect(ReachabilityLogging.level(.debug) == .debug)
+    @Test("REACHABILITY_DEBUG (set, not 0): every record on standard error at debug, whatever the application chose")
+    func debugEnvironment() {
+        for quiet: String? in [nil, "", "0"] {
+            #expect(ReachabilityLogging.libraryLogger(debug: quiet).handler is ApplicationLogHandler)
+        }
+        let debug = ReachabilityLogging.libraryLogger(debug: "1")
+        #expect((debug.handler as? SystemLogHandler)?.log.program == "reachability")
+        #expect(debug.logLevel == .debug)
     }
 }
 
