@@ -61,7 +61,9 @@ final class DaemonFixture {
         let destinations: [String]?
     }
 
-    let tree = ObjectTree(machineID: { "0123456789abcdef0123456789abcdef" })
+    /// Where the objects and the calls log (the test's own).
+    static let logger = recordingLogger().logger
+    let tree = ObjectTree(machineID: { "0123456789abcdef0123456789abcdef" }, logger: DaemonFixture.logger)
     let network = FakeNetwork(links: [fixtureLink])
     let resolver = ScriptedResolver()
     let requests: EvaluationRequests
@@ -106,7 +108,7 @@ final class DaemonFixture {
               _ arguments: [DBusValue] = [], from sender: String = ":1.10", as user: UserID = 1000) -> Answers {
         let answers = Answers()
         let call = MethodCall(responder: answers, sender: sender, path: path, interface: interface,
-                              member: member, arguments: arguments)
+                              member: member, arguments: arguments, logger: Self.logger)
         call.user = user
         Dispatcher.dispatch(call, in: tree)
         return answers
