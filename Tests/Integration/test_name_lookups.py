@@ -8,6 +8,8 @@ the test decides when a name fails and when it answers.
   reachable once the server answers, with no call from its holder.
 * A name that does not exist (NXDOMAIN) is an answer: it is not asked again. A released
   host is not asked again either, and once nothing is owed the daemon does not wake.
+* The resolver's file changes (the daemon's ``/etc/resolv.conf`` is bind-mounted from the
+  lab's): a fact that changed, so the held names are looked up again.
 """
 
 from pathlib import Path
@@ -76,3 +78,18 @@ def test_a_lookup_that_fails_for_now_is_retried_until_the_host_is_reachable(tena
     after = {name: queries(lab, name) for name in (FLAKY, MISSING, GONE)}
     assert after == before, f"names asked again though nothing was owed: {before} -> {after}"
     assert woken == 0, f"the daemon's loop woke {woken} times with no retry owed"
+
+
+def test_a_changed_resolver_file_has_held_names_looked_up_again(tenant_lab):
+    """A single-label name is not found while the resolver's file has no search domain (an
+    answer: never asked again on its own); the file gains ``search fast.test``, and nothing
+    else happens: the name is looked up again, found as ``svc.fast.test``, and reachable."""
+    lab = tenant_lab
+    lab.start_daemon()
+    short = watch(lab, "svc")
+    short.wait_props({"Status": 0}, "svc: not found without a search domain")
+    assert "Temporary failure" not in short.props["Error"], short.describe()
+    # Written in place: the daemon's file is a bind mount of this one.
+    lab.resolver.write_text("# written by the test: the lab's DNS server\nnameserver 127.0.0.1\nsearch fast.test\n")
+    short.wait_status(2, REACHABLE | IS_DIRECT, "svc found in the search domain the file now names")
+    assert lab.dns.count(name_contains="svc.fast.test") > 0
