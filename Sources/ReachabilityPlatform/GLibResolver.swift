@@ -111,18 +111,26 @@ public final class GLibResolver: NameResolver {
             node = current.pointee.next
         }
         if let list { g_resolver_free_addresses(list) }
+        let temporary = error.map(isTemporaryFailure) ?? false
         let message = error.map { GLibError.take($0).message }
         LoopActor.assumeIsolated(Unmanaged<Lookup>.fromOpaque(data!)) { retained in
             let lookup = retained.takeRetainedValue()
             lookup.resolver?.finished(lookup.owner)
             guard !lookup.isCancelled else { return }
             if let message {
-                lookup.completion(.failure(ResolveError(message: message)))
+                lookup.completion(.failure(ResolveError(message: message, isTemporary: temporary)))
             } else {
                 // GLib gives only valid literals.
                 lookup.completion(.success(addresses.compactMap { try? IPAddress(parsing: $0) }))
             }
         }
+    }
+
+    /// GLib found no answer for now (`G_RESOLVER_ERROR_TEMPORARY_FAILURE`: `getaddrinfo`'s
+    /// `EAI_AGAIN`, a server that failed or was not reachable), as opposed to an answer
+    /// (`G_RESOLVER_ERROR_NOT_FOUND`).
+    private nonisolated static func isTemporaryFailure(_ error: UnsafeMutablePointer<GError>) -> Bool {
+        g_error_matches(error, g_resolver_error_quark(), Int32(G_RESOLVER_ERROR_TEMPORARY_FAILURE.rawValue)) != 0
     }
 
     private func finished(_ owner: UserID) {

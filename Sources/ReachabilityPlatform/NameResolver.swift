@@ -23,6 +23,14 @@ public protocol NameLookup: AnyObject {
 /// Why a name has no addresses: the resolver's message ("Name or service not known").
 public struct ResolveError: Error, Hashable, Sendable, CustomStringConvertible {
     public let message: String
+    /// The resolver has no answer yet, rather than an answer that the name does not exist:
+    /// no name server was reachable, or it failed (SERVFAIL), or none is configured yet
+    /// ("Temporary failure in name resolution", GLib's `G_RESOLVER_ERROR_TEMPORARY_FAILURE`).
+    /// Asking again later may succeed; the evaluator does (`LookupRetries`).
+    public let isTemporary: Bool
     public var description: String { message }
-    public init(message: String) { self.message = message }
+    public init(message: String, isTemporary: Bool = false) {
+        self.message = message
+        self.isTemporary = isTemporary
+    }
 }

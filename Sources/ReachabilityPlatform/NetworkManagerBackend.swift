@@ -105,6 +105,9 @@ public final class NetworkManagerBackend {
 
     private func attach(_ client: OpaquePointer) {
         self.client = client
+        // "notify" is every property of the client, "dns-configuration" among them: a change of
+        // the DNS configuration alone (a server or a search domain) is a change, and names are
+        // looked up again.
         for signal in ["notify", "device-added", "device-removed", "active-connection-added",
                        "active-connection-removed"] {
             clientHandlers.append(connect(client.raw, signal))

@@ -13,15 +13,18 @@ public enum BackendMode: String, CaseIterable, Sendable {
     case kernel
 }
 
-/// Watches the network through every source (libnm, rtnetlink) and reports a
-/// change once per burst: all events of one main-loop iteration lead to one
-/// `onChange` call, in an idle callback, with no artificial delay.
+/// Watches the network through every source (libnm, rtnetlink, the resolver's
+/// configuration file) and reports a change once per burst: all events of one
+/// main-loop iteration lead to one `onChange` call, in an idle callback, with no
+/// artificial delay.
 @LoopActor
 public final class NetworkObserver: NetworkFactSource {
     public let mode: BackendMode
     let netlink: Netlink
     private var monitor: NetlinkMonitor?
     private var networkManager: NetworkManagerBackend?
+    /// Changes of the resolver's configuration file: names may resolve otherwise.
+    private var resolverWatch: ResolverConfigurationWatch?
     private var pending: SourceHandle?
     /// Route answers made stale by kernel events since the last `takeRouteInvalidation()`.
     private var pendingInvalidation = RouteInvalidation(all: true)
@@ -49,6 +52,10 @@ public final class NetworkObserver: NetworkFactSource {
         } else {
             // Nothing else would: the kernel's facts are there now.
             scheduleChange()
+        }
+        resolverWatch = ResolverConfigurationWatch(path: Self.resolverConfigurationPath) { [unowned self] in
+            // While NetworkManager's facts are used, its own DNS configuration says so instead.
+            if self.networkManager?.isRunning != true { self.scheduleChange() }
         }
     }
 
@@ -98,7 +105,7 @@ public final class NetworkObserver: NetworkFactSource {
 extension NetworkObserver {
     /// Name resolution is configured: NetworkManager's DNS configuration has a name
     /// server while it is used and running; otherwise the system's resolver file
-    /// names one. Read when asked (after a change), never watched.
+    /// names one. Read when asked (after a change; a change of either is one).
     public func dnsConfigured() -> Bool {
         if mode != .kernel, let configured = networkManager?.dnsConfigured { return configured }
         guard let text = Sysfs.read(Self.resolverConfigurationPath, limit: 65536) else { return false }

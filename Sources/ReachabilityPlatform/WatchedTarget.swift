@@ -113,7 +113,8 @@ public final class WatchedTarget {
     public func cancel() { host?.cancel() }
 }
 
-/// A host target's own part: its name, the last answer of its lookups, the lookup in flight.
+/// A host target's own part: its name, the last answer of its lookups, the lookup in flight
+/// or the retry owed.
 @LoopActor
 public final class WatchedHost {
     /// How far the resolution has come.
@@ -140,6 +141,11 @@ public final class WatchedHost {
     var lookup: (any NameLookup)?
     /// A network change arrived while a lookup was in flight: look up again when it ends.
     var lookupAgain = false
+    /// Temporary failures in a row since the last answer or fresh lookup: how long the
+    /// next retry waits (`LookupRetries`).
+    var temporaryFailures = 0
+    /// Where a retry is owed, while one is (weak: the evaluator owns it).
+    weak var retries: LookupRetries?
 
     init(name: String, owner: UserID) {
         self.name = name
@@ -155,5 +161,6 @@ public final class WatchedHost {
     func cancel() {
         lookup?.cancel()
         lookup = nil
+        retries?.forget(self)
     }
 }

@@ -110,8 +110,9 @@ def _qname(packet: bytes) -> tuple:
     return ".".join(labels).lower(), qtype, i + 4
 
 
-def dns_answer(packet: bytes) -> tuple:
-    """(zone, reply or None) for one query: ``fast`` answered, ``never`` dropped, ``other`` NXDOMAIN."""
+def dns_answer(packet: bytes, failing: frozenset = frozenset()) -> tuple:
+    """(zone, reply or None) for one query: ``fast`` answered, ``never`` dropped, ``other`` NXDOMAIN;
+    a name in ``failing`` is answered SERVFAIL (zone ``servfail``: the server cannot answer for now)."""
     try:
         name, qtype, end = _qname(packet)
     except (IndexError, ValueError, struct.error):
@@ -123,7 +124,9 @@ def dns_answer(packet: bytes) -> tuple:
     records = b""
     count = 0
     rcode = 3  # NXDOMAIN
-    if name == FAST_ZONE or name.endswith("." + FAST_ZONE):
+    if name in failing:
+        rcode = 2  # SERVFAIL
+    elif name == FAST_ZONE or name.endswith("." + FAST_ZONE):
         rcode = 0
         if qtype == 1:
             records = struct.pack("!HHHIH", 0xC00C, 1, 1, 60, 4) + socket.inet_pton(socket.AF_INET, FAST_V4)
@@ -133,17 +136,19 @@ def dns_answer(packet: bytes) -> tuple:
             count = 1
     flags = 0x8400 | 0x0100 | rcode  # response, authoritative, recursion desired echoed, rcode
     header = struct.pack("!HHHHHH", ident, flags, 1, count, 0, 0)
-    return ("fast" if rcode == 0 else "other"), header + question + records
+    return {0: "fast", 2: "servfail"}.get(rcode, "other"), header + question + records
 
 
 class DnsServer:
     """The DNS server of a namespace, on its 127.0.0.1:53 (UDP and TCP are not both needed:
     glibc asks over UDP and our answers are small). A thread of this process, its socket
-    made in the namespace; ``queries`` holds ``(monotonic time, zone, name)`` of each query."""
+    made in the namespace; ``queries`` holds ``(monotonic time, zone, name)`` of each query.
+    The names in ``failing`` (the test changes it) are answered SERVFAIL."""
 
     def __init__(self, netns: str):
         self.netns = netns
         self.queries: list = []
+        self.failing: frozenset = frozenset()
         self.lock = threading.Lock()
         self.sock: Optional[socket.socket] = None
         self.thread: Optional[threading.Thread] = None
@@ -165,7 +170,7 @@ class DnsServer:
                 continue
             except OSError:
                 return
-            zone, reply = dns_answer(packet)
+            zone, reply = dns_answer(packet, self.failing)
             try:
                 name = _qname(packet)[0]
             except (IndexError, ValueError, struct.error):
@@ -324,6 +329,9 @@ class TenantLab(harness.Lab):
         self.netns = ns.create("ten")
         # A veth pair whose far end stays in the namespace, unconfigured: an uplink with carrier.
         ns.ip(self.netns, "link", "add", UPLINK, "type", "veth", "peer", "name", UPLINK + "p")
+        # No duplicate address detection on the far end either: its link-local address would
+        # otherwise become valid a second or two later, an event that re-evaluates everything.
+        ns.sysctl(self.netns, f"net.ipv6.conf.{UPLINK}p.accept_dad", "0")
         ns.ip(self.netns, "link", "set", UPLINK + "p", "up")
         ns.sysctl(self.netns, f"net.ipv6.conf.{UPLINK}.accept_dad", "0")
         ns.ip(self.netns, "addr", "add", f"{UPLINK_V4}/24", "dev", UPLINK)

@@ -365,11 +365,15 @@ def test_library_listener_release_and_daemon_return(nm_lab, clients):
         # Just after the carrier's return the lab's name server is not reachable for a moment
         # (NetworkManager rewrites resolv.conf once it has reactivated the connection): the
         # daemon's lookups of the name made meanwhile fail ("Temporary failure in name
-        # resolution") until a later event has it looked up again. The held target may so be
-        # not reachable for a while (honest answers, each told once); a new watch's first
-        # answer is its first lookup's, so the test waits until the name resolves again.
+        # resolution"). The held target may so be not reachable for a moment (honest answers,
+        # each told once); a new watch's first answer is its first lookup's, so the test waits
+        # until the name resolves again. Then the held target is reachable again with no call
+        # from anybody: the daemon retries a temporary failure, and the rewritten resolv.conf
+        # is a change.
         harness.wait_until(lambda: resolvable(lab, SOMEHOST[0]), CHANGE_TIMEOUT,
-                           f"{SOMEHOST[0]} resolvable again after the carrier's return")
+                           f"{SOMEHOST[0]} resolvable again after the carrier's return", poll=0.2)
+        harness.wait_until(lambda: lab.client.get(harness.SERVICE, host_path, harness.TARGET_IFACE, "Status") == 2,
+                           CHANGE_TIMEOUT, f"the held {SOMEHOST[0]} reachable again by itself", poll=0.1)
 
         app.send("stop")
         window = []

@@ -127,6 +127,147 @@ struct HostTargetTests {
         #expect(answered?.flags == .reachable)
     }
 
+    // MARK: Temporary failures
+
+    static let temporaryFailure = "Temporary failure in name resolution"
+
+    @Test("a temporary failure is told, then looked up again on its own after waits that grow, until it answers")
+    @LoopActor func temporaryFailureRetried() throws {
+        let (evaluator, _, resolver, sink) = evaluator()
+        let host = WatchedTarget(.host("example.com"), owner: 1000)
+        sink.targets = [host]
+        evaluator.networkChanged()
+        let failed = MonotonicClock.microseconds()
+        #expect(resolver.fail("example.com", Self.temporaryFailure, temporary: true))
+        #expect(host.state.flags == [] && host.state.reason == .lookupFailed && host.state.error == Self.temporaryFailure)
+        #expect(sink.settled == ["example.com"], "told at once: the waiting hear the answer there is")
+        #expect(resolver.pending.isEmpty && evaluator.retries.count == 1)
+        let first = try #require(evaluator.retries.deadline)
+        #expect(first - failed >= 500_000 && first - failed < 600_000, "the first retry half a second later")
+
+        evaluator.retries.makeDue(now: first)
+        #expect(resolver.pending.map(\.host) == ["example.com"] && resolver.pending.first?.owner == 1000,
+                "a lookup like any other, charged to the host's owner")
+        #expect(evaluator.retries.count == 0 && evaluator.retries.deadline == nil, "no timer while it runs")
+        let again = MonotonicClock.microseconds()
+        #expect(resolver.fail("example.com", Self.temporaryFailure, temporary: true))
+        let second = try #require(evaluator.retries.deadline)
+        #expect(second - again >= 1_000_000 && second - again < 1_100_000, "then a second later")
+        #expect(sink.changes.count == 1, "the same answer again is no change")
+
+        evaluator.retries.makeDue(now: second)
+        #expect(resolver.answer("example.com", ["198.51.100.80"]))
+        #expect(host.state.flags == .reachable && host.state.error.isEmpty)
+        #expect(evaluator.retries.count == 0 && evaluator.retries.deadline == nil, "answered: no retry, no timer")
+        #expect(resolver.lookups.count == 3)
+    }
+
+    @Test("a name that does not exist is an answer: never retried, no timer")
+    @LoopActor func notFoundNotRetried() {
+        let (evaluator, _, resolver, sink) = evaluator()
+        let host = WatchedTarget(.host("nowhere.example"))
+        sink.targets = [host]
+        evaluator.networkChanged()
+        #expect(resolver.fail("nowhere.example", "Name or service not known"))
+        #expect(host.state.error == "Name or service not known")
+        #expect(evaluator.retries.count == 0 && evaluator.retries.deadline == nil)
+        evaluator.retries.makeDue(now: .max / 2)
+        #expect(resolver.lookups.count == 1)
+    }
+
+    @Test("a released target is owed nothing: its retry and the timer go with it")
+    @LoopActor func releasedStopsRetries() {
+        let (evaluator, _, resolver, sink) = evaluator()
+        let host = WatchedTarget(.host("example.com"))
+        let other = WatchedTarget(.host("other.example"))
+        sink.targets = [host, other]
+        evaluator.networkChanged()
+        resolver.fail("example.com", Self.temporaryFailure, temporary: true)
+        resolver.fail("other.example", Self.temporaryFailure, temporary: true)
+        #expect(evaluator.retries.count == 2 && evaluator.retries.deadline != nil)
+
+        sink.targets = [other]
+        host.cancel()
+        #expect(evaluator.retries.count == 1 && evaluator.retries.deadline != nil, "the other's is still owed")
+        other.cancel()
+        sink.targets = []
+        #expect(evaluator.retries.count == 0 && evaluator.retries.deadline == nil, "none owed: no timer")
+        evaluator.retries.makeDue(now: .max / 2)
+        #expect(resolver.lookups.count == 2, "nothing looked up again")
+    }
+
+    @Test("a fresh reason to look up makes the retry owed at once and starts the waits again; the refresh timer does not")
+    @LoopActor func freshLookupReplacesRetry() throws {
+        let (evaluator, _, resolver, sink) = evaluator()
+        let host = WatchedTarget(.host("example.com"))
+        sink.targets = [host]
+        evaluator.networkChanged()
+        var failures = 0
+        // Every retry fails for now: after as many as there are waits, none is owed.
+        while resolver.fail("example.com", Self.temporaryFailure, temporary: true) {
+            failures += 1
+            guard let deadline = evaluator.retries.deadline else { break }
+            evaluator.retries.makeDue(now: deadline)
+        }
+        #expect(failures == LookupRetries.delays.count + 1)
+        #expect(evaluator.retries.count == 0 && evaluator.retries.deadline == nil, "then the refresh interval's cadence")
+
+        // The refresh timer's lookup fails again: no new series of retries.
+        evaluator.resolve(host, afresh: false)
+        #expect(resolver.fail("example.com", Self.temporaryFailure, temporary: true))
+        #expect(evaluator.retries.deadline == nil)
+
+        // A network change: looked up at once, and a failure is retried from the shortest wait again.
+        evaluator.networkChanged()
+        let failed = MonotonicClock.microseconds()
+        #expect(resolver.fail("example.com", Self.temporaryFailure, temporary: true))
+        let deadline = try #require(evaluator.retries.deadline)
+        #expect(deadline - failed < 600_000)
+        evaluator.networkChanged()
+        #expect(resolver.pending.count == 1 && evaluator.retries.count == 0 && evaluator.retries.deadline == nil,
+                "the change's lookup replaces the retry owed")
+    }
+
+    @Test("the retries of a burst of failures are made together, at one wake-up")
+    @LoopActor func burstCoalesced() throws {
+        let (evaluator, _, resolver, sink) = evaluator()
+        let names = (0..<5).map { "host\($0).example" }
+        sink.targets = names.map { WatchedTarget(.host($0)) }
+        evaluator.networkChanged()
+        for name in names { resolver.fail(name, Self.temporaryFailure, temporary: true) }
+        #expect(evaluator.retries.count == 5)
+        evaluator.retries.makeDue(now: try #require(evaluator.retries.deadline))
+        #expect(Set(resolver.pending.map(\.host)) == Set(names) && evaluator.retries.deadline == nil)
+    }
+
+    @Test("the timer makes the retry by itself, half a second after the failure")
+    @LoopActor func timerFires() async throws {
+        let (evaluator, _, resolver, sink) = evaluator()
+        let host = WatchedTarget(.host("example.com"))
+        sink.targets = [host]
+        evaluator.networkChanged()
+        let failed = MonotonicClock.microseconds()
+        resolver.fail("example.com", Self.temporaryFailure, temporary: true)
+        var giveUp: SourceHandle?
+        let retried = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+            var resumed = false
+            func finish(_ retried: Bool) {
+                guard !resumed else { return }
+                resumed = true
+                done.resume(returning: retried)
+            }
+            resolver.onLookup = { _ in finish(true) }
+            giveUp = Sources.after(milliseconds: 5000) { finish(false) }
+        }
+        giveUp = nil
+        resolver.onLookup = nil
+        let waited = MonotonicClock.microseconds() - failed
+        #expect(retried, "no retry within 5 s")
+        #expect(waited >= 450_000 && waited < 2_000_000, "retried after \(waited) µs")
+        #expect(resolver.pending.count == 1 && evaluator.retries.deadline == nil)
+        _ = giveUp
+    }
+
     @Test("each kind: its Kind, name, input and log name; the unspecified address is the internet, kept as asked")
     @LoopActor func kinds() throws {
         let zero = try IPAddress(parsing: "0.0.0.0")

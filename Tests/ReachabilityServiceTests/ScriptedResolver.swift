@@ -32,11 +32,15 @@ final class ScriptedResolver: NameResolver {
     /// The lookups waiting for an answer.
     var pending: [Lookup] { lookups.filter(\.isPending) }
 
+    /// Told of every lookup asked, as it is asked.
+    var onLookup: ((Lookup) -> Void)?
+
     func lookup(_ host: String, owner: UserID, completion: @escaping (Result<[IPAddress], ResolveError>) -> Void)
         -> any NameLookup
     {
         let lookup = Lookup(host: host, owner: owner, completion: completion)
         lookups.append(lookup)
+        onLookup?(lookup)
         return lookup
     }
 
@@ -46,10 +50,11 @@ final class ScriptedResolver: NameResolver {
         answer(host, .success(addresses.map { try! IPAddress(parsing: $0) }))
     }
 
-    /// Answers the oldest pending lookup of `host` with the resolver's error `message`.
+    /// Answers the oldest pending lookup of `host` with the resolver's error `message`: the
+    /// name does not exist, or (`temporary`) no server answered for now.
     @discardableResult
-    func fail(_ host: String, _ message: String) -> Bool {
-        answer(host, .failure(ResolveError(message: message)))
+    func fail(_ host: String, _ message: String, temporary: Bool = false) -> Bool {
+        answer(host, .failure(ResolveError(message: message, isTemporary: temporary)))
     }
 
     private func answer(_ host: String, _ result: Result<[IPAddress], ResolveError>) -> Bool {

@@ -87,6 +87,30 @@ struct TargetWiringTests {
         #expect(fixture.property("Reason", at: path) == .string(Reason.lookupFailed.rawValue))
     }
 
+    @Test("a host whose lookup fails for now is looked up again by itself, in its owner's turn; released, it is owed nothing")
+    @LoopActor func temporaryFailureRetried() throws {
+        let fixture = DaemonFixture()
+        let temporary = "Temporary failure in name resolution"
+        let path = try #require(fixture.watch("example.com", as: 1000))
+        #expect(fixture.resolver.fail("example.com", temporary, temporary: true))
+        #expect(fixture.property("Status", at: path) == Self.notReachable)
+        #expect(fixture.property("Error", at: path) == .string(temporary))
+        fixture.signals.removeAll()
+
+        // Nobody calls anything: the retry's answer reaches the object and its holders.
+        fixture.evaluator.retries.makeDue(now: try #require(fixture.evaluator.retries.deadline))
+        #expect(fixture.resolver.pending.map(\.owner) == [1000])
+        #expect(fixture.resolver.answer("example.com", ["198.51.100.80"]))
+        #expect(fixture.property("Status", at: path) == Self.reachable)
+        #expect(fixture.signals(about: path).map(\.name) == ["PropertiesChanged", "StatusChanged"])
+
+        fixture.evaluator.networkChanged()
+        #expect(fixture.resolver.fail("example.com", temporary, temporary: true))
+        #expect(fixture.evaluator.retries.count == 1)
+        _ = fixture.call("Release", [.objectPath(path)])
+        #expect(fixture.evaluator.retries.count == 0 && fixture.evaluator.retries.deadline == nil)
+    }
+
     @Test("Refresh of a host answers once its new lookup is done; of an address, at once")
     @LoopActor func refresh() throws {
         let fixture = DaemonFixture()

@@ -1,0 +1,103 @@
+import Glibc
+import ReachabilityLoop
+
+/// Says when the system resolver's configuration file (`/etc/resolv.conf`) changes: glibc
+/// and musl read it again when it has, so a name may now resolve otherwise than at its
+/// last lookup (a name server or a search domain came) — a fact that changed, like a
+/// route. NetworkManager tells its own DNS configuration (`dns-configuration`); this is
+/// for the facts read without it.
+///
+/// inotify (`inotify_init1`), read on the loop through an fd source: it wakes the loop only
+/// when something is written, created, renamed or removed in a directory that holds the
+/// file — its own, and its target's when it is a symbolic link (resolvconf's, systemd-resolved's)
+/// — and only an event that names the file is a change. A file replaced by renaming another
+/// over it (NetworkManager, resolvconf and systemd-resolved do so) is watched again; the
+/// file's own watch sees writes made through any other path (a bind mount).
+@LoopActor
+final class ResolverConfigurationWatch {
+    private let path: String
+    private let fd: Int32
+    private var source: SourceHandle?
+    /// Each watched directory, by watch descriptor, with the names in it that are the file.
+    private var directories: [Int32: Set<String>] = [:]
+    /// The file's own watch (the inode the path leads to).
+    private var file: Int32?
+    private let onChange: () -> Void
+
+    private static let directoryEvents = UInt32(IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
+        | UInt32(IN_ONLYDIR)
+    private static let fileEvents = UInt32(IN_CLOSE_WRITE)
+
+    /// Watches `path`; `onChange` after each burst of its changes. `nil` when inotify cannot be
+    /// used (the instances of this user are all taken): then nothing is watched.
+    init?(path: String, onChange: @escaping () -> Void) {
+        guard case .success(let fd) = Syscall.call({ inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) }) else {
+            return nil
+        }
+        self.path = path
+        self.fd = fd
+        self.onChange = onChange
+        watch()
+        source = Sources.readable(fd: fd) { [unowned self] in
+            self.readEvents()
+            return true
+        }
+    }
+
+    isolated deinit {
+        source?.cancel()
+        close(fd)
+    }
+
+    /// Watches the directories of the file and of its target, and the file; drops the watches
+    /// of what it no longer is. Wraps `inotify_add_watch(2)` and `inotify_rm_watch(2)`.
+    private func watch() {
+        var wanted: [Int32: Set<String>] = [:]
+        var paths = [path]
+        if let target = realpath(path, nil) {
+            paths.append(String(cString: target))
+            free(target)
+        }
+        for path in paths {
+            let slash = path.lastIndex(of: "/") ?? path.startIndex
+            let directory = slash == path.startIndex ? "/" : String(path[..<slash])
+            let name = String(path[path.index(after: slash)...])
+            if case .success(let wd) = Syscall.call({ inotify_add_watch(fd, directory, Self.directoryEvents) }) {
+                wanted[wd, default: []].insert(name)
+            }
+        }
+        let newFile = try? Syscall.call({ inotify_add_watch(fd, path, Self.fileEvents) }).get()
+        for wd in directories.keys where wanted[wd] == nil && wd != newFile { inotify_rm_watch(fd, wd) }
+        if let file, file != newFile, wanted[file] == nil { inotify_rm_watch(fd, file) }
+        directories = wanted
+        file = newFile
+    }
+
+    /// Reads every queued event (`struct inotify_event`: descriptor, mask, cookie, name length,
+    /// name); the file changed when one names it, comes from its own watch, or events were lost.
+    private func readEvents() {
+        var changed = false
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let read = buffer.withUnsafeMutableBytes { raw in Syscall.call { Glibc.read(fd, raw.baseAddress, raw.count) } }
+            guard case .success(let count) = read, count > 0 else { break }
+            buffer.withUnsafeBytes { raw in
+                var offset = 0
+                while offset + 16 <= count {
+                    let wd = raw.loadUnaligned(fromByteOffset: offset, as: Int32.self)
+                    let mask = raw.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
+                    let length = Int(raw.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
+                    let name = String(decoding: raw[(offset + 16)..<min(count, offset + 16 + length)].prefix { $0 != 0 },
+                                      as: UTF8.self)
+                    if mask & UInt32(IN_Q_OVERFLOW) != 0 || wd == file || directories[wd]?.contains(name) == true {
+                        changed = true
+                    }
+                    offset += 16 + length
+                }
+            }
+        }
+        guard changed else { return }
+        watch()
+        onChange()
+    }
+}
