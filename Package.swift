@@ -118,6 +118,11 @@ let package = Package(
         .executableTarget(name: "reachability-fuzz", dependencies: ["FuzzChecks", "CFuzzer"]),
 
         .testTarget(name: "ReachabilityCoreTests", dependencies: ["ReachabilityCore"]),
+        // What the platform's and the service's tests share: a resolver that answers when the test says.
+        .target(
+            name: "ReachabilityTestSupport",
+            dependencies: ["ReachabilityPlatform", "ReachabilityCore", "ReachabilityLoop"],
+            path: "Tests/ReachabilityTestSupport"),
         // Each test that logs passes its own in-memory logger: no two tests share a log.
         .testTarget(
             name: "ReachabilityBusTests",
@@ -129,14 +134,15 @@ let package = Package(
             name: "ReachabilityPlatformTests",
             dependencies: [
                 "ReachabilityPlatform", "ReachabilityCore", "ReachabilityLoop", "CNetlink", "CNetworkManager",
-                .product(name: "Logging", package: "swift-log"),
+                "ReachabilityTestSupport", .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ]),
         .testTarget(
             name: "ReachabilityServiceTests",
             dependencies: [
-                "ReachabilityService", "ReachabilityBus", "ReachabilityLoop",
-                .product(name: "Logging", package: "swift-log"), .product(name: "InMemoryLogging", package: "swift-log"),
+                "ReachabilityService", "ReachabilityBus", "ReachabilityLoop", "ReachabilityTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
             ]),
         .testTarget(
             name: "ReachabilitydClientTests",

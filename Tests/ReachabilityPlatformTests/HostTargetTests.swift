@@ -1,3 +1,4 @@
+import ReachabilityTestSupport
 import ReachabilityCore
 import ReachabilityLoop
 import Testing

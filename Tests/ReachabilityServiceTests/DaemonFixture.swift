@@ -1,4 +1,5 @@
 @testable import ReachabilityBus
+import ReachabilityTestSupport
 import ReachabilityCore
 import ReachabilityLoop
 import ReachabilityPlatform

@@ -1,16 +1,18 @@
 import ReachabilityCore
 import ReachabilityLoop
-@testable import ReachabilityPlatform
+import ReachabilityPlatform
 
 /// Name lookups that answer when the test says (`answer`), never by themselves: the
 /// test sees every lookup asked, for which user, and whether it was cancelled.
 @LoopActor
-final class ScriptedResolver: NameResolver {
-    final class Lookup: NameLookup {
-        let host: String
-        let owner: UserID
+public final class ScriptedResolver: NameResolver {
+    public init() {}
+
+    public final class Lookup: NameLookup {
+        public let host: String
+        public let owner: UserID
         fileprivate var completion: ((Result<[IPAddress], ResolveError>) -> Void)?
-        private(set) var isCancelled = false
+        public private(set) var isCancelled = false
 
         init(host: String, owner: UserID, completion: @escaping (Result<[IPAddress], ResolveError>) -> Void) {
             self.host = host
@@ -18,24 +20,24 @@ final class ScriptedResolver: NameResolver {
             self.completion = completion
         }
 
-        func cancel() {
+        public func cancel() {
             isCancelled = true
             completion = nil
         }
 
-        var isPending: Bool { completion != nil }
+        public var isPending: Bool { completion != nil }
     }
 
     /// Every lookup asked, in order.
-    private(set) var lookups: [Lookup] = []
+    public private(set) var lookups: [Lookup] = []
 
     /// The lookups waiting for an answer.
-    var pending: [Lookup] { lookups.filter(\.isPending) }
+    public var pending: [Lookup] { lookups.filter(\.isPending) }
 
     /// Told of every lookup asked, as it is asked.
-    var onLookup: ((Lookup) -> Void)?
+    public var onLookup: ((Lookup) -> Void)?
 
-    func lookup(_ host: String, owner: UserID, completion: @escaping (Result<[IPAddress], ResolveError>) -> Void)
+    public func lookup(_ host: String, owner: UserID, completion: @escaping (Result<[IPAddress], ResolveError>) -> Void)
         -> any NameLookup
     {
         let lookup = Lookup(host: host, owner: owner, completion: completion)
@@ -46,14 +48,14 @@ final class ScriptedResolver: NameResolver {
 
     /// Answers the oldest pending lookup of `host` with `addresses`; false when none waits.
     @discardableResult
-    func answer(_ host: String, _ addresses: [String]) -> Bool {
+    public func answer(_ host: String, _ addresses: [String]) -> Bool {
         answer(host, .success(addresses.map { try! IPAddress(parsing: $0) }))
     }
 
     /// Answers the oldest pending lookup of `host` with the resolver's error `message`: the
     /// name does not exist, or (`temporary`) no server answered for now.
     @discardableResult
-    func fail(_ host: String, _ message: String, temporary: Bool = false) -> Bool {
+    public func fail(_ host: String, _ message: String, temporary: Bool = false) -> Bool {
         answer(host, .failure(ResolveError(message: message, isTemporary: temporary)))
     }
 
