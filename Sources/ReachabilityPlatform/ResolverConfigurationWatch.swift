@@ -53,15 +53,8 @@ final class ResolverConfigurationWatch {
     /// of what it no longer is. Wraps `inotify_add_watch(2)` and `inotify_rm_watch(2)`.
     private func watch() {
         var wanted: [Int32: Set<String>] = [:]
-        var paths = [path]
-        if let target = realpath(path, nil) {
-            paths.append(String(cString: target))
-            free(target)
-        }
-        for path in paths {
-            let slash = path.lastIndex(of: "/") ?? path.startIndex
-            let directory = slash == path.startIndex ? "/" : String(path[..<slash])
-            let name = String(path[path.index(after: slash)...])
+        for path in [path] + (Self.target(of: path).map { [$0] } ?? []) {
+            let (directory, name) = Self.split(path)
             if case .success(let wd) = Syscall.call({ inotify_add_watch(fd, directory, Self.directoryEvents) }) {
                 wanted[wd, default: []].insert(name)
             }
@@ -71,6 +64,27 @@ final class ResolverConfigurationWatch {
         if let file, file != newFile, wanted[file] == nil { inotify_rm_watch(fd, file) }
         directories = wanted
         file = newFile
+    }
+
+    /// Where `path` leads (`realpath(3)`), or, for a symbolic link whose target is not made
+    /// yet (systemd-resolved's, before it starts), where it points (`readlink(2)`).
+    private static func target(of path: String) -> String? {
+        if let real = realpath(path, nil) {
+            defer { free(real) }
+            return String(cString: real)
+        }
+        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX))
+        guard case .success(let count) = Syscall.call({ readlink(path, &buffer, buffer.count) }), count > 0 else {
+            return nil
+        }
+        let link = String(decoding: buffer[..<count], as: UTF8.self)
+        return link.hasPrefix("/") ? link : split(path).directory + "/" + link
+    }
+
+    /// A path's directory and last name.
+    private static func split(_ path: String) -> (directory: String, name: String) {
+        let slash = path.lastIndex(of: "/") ?? path.startIndex
+        return (slash == path.startIndex ? "/" : String(path[..<slash]), String(path[path.index(after: slash)...]))
     }
 
     /// Reads every queued event (`struct inotify_event`: descriptor, mask, cookie, name length,

@@ -50,8 +50,8 @@ extension TargetEvaluator {
             host.temporaryFailures = 0
             return
         }
-        host.temporaryFailures += 1
-        _ = retries.owe(target, failures: host.temporaryFailures)
+        if host.temporaryFailures < .max { host.temporaryFailures += 1 }
+        _ = retries.owe(target, failures: Int(host.temporaryFailures))
     }
 
     /// Resolves `host` once, without a target, in `owner`'s turn, and gives its state.

@@ -142,8 +142,9 @@ public final class WatchedHost {
     /// A network change arrived while a lookup was in flight: look up again when it ends.
     var lookupAgain = false
     /// Temporary failures in a row since the last answer or fresh lookup: how long the
-    /// next retry waits (`LookupRetries`).
-    var temporaryFailures = 0
+    /// next retry waits (`LookupRetries`). One byte, beside `lookupAgain`: with the
+    /// reference below, a host still takes the allocation it took without them.
+    var temporaryFailures: UInt8 = 0
     /// Where a retry is owed, while one is (weak: the evaluator owns it).
     weak var retries: LookupRetries?
 

@@ -11,14 +11,15 @@ private final class WatchedFile {
     private(set) var changes = 0
     private var watch: ResolverConfigurationWatch?
 
-    /// The file at `path`, or (`linked`) a symbolic link there to the file in `run/`.
-    init(linked: Bool = false) throws {
+    /// The file at `path`, or (`linked`) a symbolic link there to the file in `run/`, made
+    /// unless `dangling`.
+    init(linked: Bool = false, dangling: Bool = false) throws {
         var template = Array("/tmp/reach-resolv-XXXXXX".utf8CString)
         directory = try #require(template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
             .map { String(cString: $0) })
         if linked {
             mkdir(directory + "/run", 0o755)
-            write("nameserver 192.0.2.1\n", to: directory + "/run/resolv.conf")
+            if !dangling { write("nameserver 192.0.2.1\n", to: directory + "/run/resolv.conf") }
             symlink("run/resolv.conf", path)
         } else {
             write("nameserver 192.0.2.1\n", to: path)
@@ -121,5 +122,16 @@ struct ResolverConfigurationWatchTests {
         #expect(await file.changes { file.replace("resolv.conf", in: run, with: "nameserver 192.0.2.9\n") } == 1)
         #expect(await file.changes { file.write("nameserver 192.0.2.10\n", to: run + "/resolv.conf") } == 1)
         #expect(await file.changes { file.write("other\n", to: run + "/.new") } == 0)
+    }
+
+    @Test("a symbolic link whose target is made later (systemd-resolved's, before it starts): its making is a change")
+    @LoopActor func danglingLink() async throws {
+        let file = try WatchedFile(linked: true, dangling: true)
+        defer { file.remove() }
+        file.start()
+        defer { file.stop() }
+        let run = file.directory + "/run"
+        #expect(await file.changes { file.replace("resolv.conf", in: run, with: "nameserver 127.0.0.53\n") } == 1)
+        #expect(await file.changes { file.write("nameserver 192.0.2.10\n", to: run + "/resolv.conf") } == 1)
     }
 }
