@@ -328,6 +328,11 @@ def test_reachctl_watch_sees_a_flap_as_two_lines(nm_lab, clients):
         # executor on Linux, libdispatch's pool, starts a monitor timer with its first job).
         assert Path(f"/proc/{watcher.popen.pid}/comm").read_text().strip() == "reachctl"
         woken = harness.idle_wakeups(watcher.popen.pid, 2.0)
+        if woken and all(count == 1 for count in woken.values()):
+            # One wake-up of a thread in 2 s, and then no more, is libdispatch's pool settling
+            # after the first line (seen under load: a worker's timed wait, once); a poller
+            # wakes again in the next window (and a 1 s poller twice in the first).
+            woken = harness.idle_wakeups(watcher.popen.pid, 2.0)
         assert woken == {}, f"reachctl watch woke while nothing changed (thread: wake-ups): {woken}"
         recorder.barrier()
         mark = recorder.mark()
