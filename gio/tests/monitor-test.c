@@ -1,0 +1,119 @@
+/* A GLib program that knows nothing of reachabilityd: GIO's network monitor
+ * only (g_network_monitor_get_default and its API), printing what it sees.
+ *
+ *   monitor-test [--follow] [HOST-OR-ADDRESS ...]
+ *
+ * Prints "ready TYPE AVAILABLE METERED CONNECTIVITY" (the default monitor's
+ * type name; 0/1; 0/1; GNetworkConnectivity's number), then for each
+ * argument "reach sync ARG ok" or "reach sync ARG error CODE MESSAGE"
+ * (g_network_monitor_can_reach; CODE a GIOErrorEnum number, -1 for
+ * another domain) and the same with "async"
+ * (g_network_monitor_can_reach_async). With --follow it then prints
+ * "changed MONOTONIC AVAILABLE METERED CONNECTIVITY" (seconds on
+ * CLOCK_MONOTONIC) for every network-changed until its standard input
+ * ends; otherwise it exits. */
+#include <gio/gio.h>
+#include <stdio.h>
+#include <string.h>
+
+static GMainLoop *loop;
+static guint pending;
+
+static void
+print_answer (const char *how, const char *target, gboolean reachable, GError *error)
+{
+  if (reachable)
+    printf ("reach %s %s ok\n", how, target);
+  else
+    printf ("reach %s %s error %d %s\n", how, target, error->domain == G_IO_ERROR ? error->code : -1,
+            error->message);
+  fflush (stdout);
+}
+
+static GSocketConnectable *
+connectable_for (const char *target)
+{
+  GInetAddress *address = g_inet_address_new_from_string (target);
+  GSocketConnectable *connectable;
+
+  if (address == NULL)
+    return g_network_address_new (target, 80);
+  connectable = G_SOCKET_CONNECTABLE (g_inet_socket_address_new (address, 80));
+  g_object_unref (address);
+  return connectable;
+}
+
+static void
+reached (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+  GError *error = NULL;
+  gboolean reachable = g_network_monitor_can_reach_finish (G_NETWORK_MONITOR (source), result, &error);
+
+  print_answer ("async", user_data, reachable, error);
+  g_clear_error (&error);
+  if (--pending == 0)
+    g_main_loop_quit (loop);
+}
+
+static void
+changed (GNetworkMonitor *monitor, gboolean available, gpointer user_data)
+{
+  (void) user_data;
+  printf ("changed %.6f %d %d %d\n", g_get_monotonic_time () / 1e6, available,
+          g_network_monitor_get_network_metered (monitor), g_network_monitor_get_connectivity (monitor));
+  fflush (stdout);
+}
+
+static gboolean
+input_ended (GIOChannel *channel, GIOCondition condition, gpointer user_data)
+{
+  char buffer[256];
+  gsize got = 0;
+
+  (void) condition, (void) user_data;
+  if (g_io_channel_read_chars (channel, buffer, sizeof buffer, &got, NULL) == G_IO_STATUS_NORMAL && got > 0)
+    return G_SOURCE_CONTINUE;
+  g_main_loop_quit (loop);
+  return G_SOURCE_REMOVE;
+}
+
+int
+main (int argc, char **argv)
+{
+  gboolean follow = argc > 1 && strcmp (argv[1], "--follow") == 0;
+  int first = follow ? 2 : 1;
+  GNetworkMonitor *monitor = g_network_monitor_get_default ();
+  GIOChannel *input;
+
+  loop = g_main_loop_new (NULL, FALSE);
+  printf ("ready %s %d %d %d\n", G_OBJECT_TYPE_NAME (monitor), g_network_monitor_get_network_available (monitor),
+          g_network_monitor_get_network_metered (monitor), g_network_monitor_get_connectivity (monitor));
+  fflush (stdout);
+  g_signal_connect (monitor, "network-changed", G_CALLBACK (changed), NULL);
+
+  for (int i = first; i < argc; i++)
+    {
+      GSocketConnectable *connectable = connectable_for (argv[i]);
+      GError *error = NULL;
+      gboolean reachable = g_network_monitor_can_reach (monitor, connectable, NULL, &error);
+
+      print_answer ("sync", argv[i], reachable, error);
+      g_clear_error (&error);
+      pending++;
+      g_network_monitor_can_reach_async (monitor, connectable, NULL, reached, argv[i]);
+      g_object_unref (connectable);
+    }
+  if (pending > 0)
+    g_main_loop_run (loop);
+
+  if (follow)
+    {
+      input = g_io_channel_unix_new (0);
+      g_io_add_watch (input, G_IO_IN | G_IO_HUP | G_IO_ERR, input_ended, NULL);
+      g_main_loop_run (loop);
+      g_io_channel_unref (input);
+    }
+  g_signal_handlers_disconnect_by_func (monitor, changed, NULL);
+  g_main_loop_unref (loop);
+  return 0;
+}
