@@ -10,14 +10,16 @@
  * another domain) and the same with "async"
  * (g_network_monitor_can_reach_async). With --follow it then prints
  * "changed MONOTONIC AVAILABLE METERED CONNECTIVITY" (seconds on
- * CLOCK_MONOTONIC) for every network-changed until its standard input
- * ends; otherwise it exits. */
+ * CLOCK_MONOTONIC) for every network-changed, and answers each line of its
+ * standard input (a host or address) as the arguments ("async" only),
+ * until its standard input ends; otherwise it exits. */
 #include <gio/gio.h>
 #include <stdio.h>
 #include <string.h>
 
 static GMainLoop *loop;
 static guint pending;
+static gboolean following;
 
 static void
 print_answer (const char *how, const char *target, gboolean reachable, GError *error)
@@ -51,8 +53,19 @@ reached (GObject *source, GAsyncResult *result, gpointer user_data)
 
   print_answer ("async", user_data, reachable, error);
   g_clear_error (&error);
-  if (--pending == 0)
+  g_free (user_data);
+  if (--pending == 0 && !following)
     g_main_loop_quit (loop);
+}
+
+static void
+ask (GNetworkMonitor *monitor, const char *target)
+{
+  GSocketConnectable *connectable = connectable_for (target);
+
+  pending++;
+  g_network_monitor_can_reach_async (monitor, connectable, NULL, reached, g_strdup (target));
+  g_object_unref (connectable);
 }
 
 static void
@@ -65,13 +78,22 @@ changed (GNetworkMonitor *monitor, gboolean available, gpointer user_data)
 }
 
 static gboolean
-input_ended (GIOChannel *channel, GIOCondition condition, gpointer user_data)
+input (GIOChannel *channel, GIOCondition condition, gpointer user_data)
 {
-  char buffer[256];
-  gsize got = 0;
+  gchar *line = NULL;
+  GIOStatus status = g_io_channel_read_line (channel, &line, NULL, NULL, NULL);
 
-  (void) condition, (void) user_data;
-  if (g_io_channel_read_chars (channel, buffer, sizeof buffer, &got, NULL) == G_IO_STATUS_NORMAL && got > 0)
+  (void) condition;
+  if (status == G_IO_STATUS_NORMAL)
+    {
+      g_strstrip (line);
+      if (line[0] != '\0')
+        ask (G_NETWORK_MONITOR (user_data), line);
+      g_free (line);
+      return G_SOURCE_CONTINUE;
+    }
+  g_free (line);
+  if (status == G_IO_STATUS_AGAIN)
     return G_SOURCE_CONTINUE;
   g_main_loop_quit (loop);
   return G_SOURCE_REMOVE;
@@ -83,7 +105,7 @@ main (int argc, char **argv)
   gboolean follow = argc > 1 && strcmp (argv[1], "--follow") == 0;
   int first = follow ? 2 : 1;
   GNetworkMonitor *monitor = g_network_monitor_get_default ();
-  GIOChannel *input;
+  GIOChannel *channel;
 
   loop = g_main_loop_new (NULL, FALSE);
   printf ("ready %s %d %d %d\n", G_OBJECT_TYPE_NAME (monitor), g_network_monitor_get_network_available (monitor),
@@ -99,19 +121,19 @@ main (int argc, char **argv)
 
       print_answer ("sync", argv[i], reachable, error);
       g_clear_error (&error);
-      pending++;
-      g_network_monitor_can_reach_async (monitor, connectable, NULL, reached, argv[i]);
       g_object_unref (connectable);
+      ask (monitor, argv[i]);
     }
   if (pending > 0)
     g_main_loop_run (loop);
 
   if (follow)
     {
-      input = g_io_channel_unix_new (0);
-      g_io_add_watch (input, G_IO_IN | G_IO_HUP | G_IO_ERR, input_ended, NULL);
+      following = TRUE;
+      channel = g_io_channel_unix_new (0);
+      g_io_add_watch (channel, G_IO_IN | G_IO_HUP | G_IO_ERR, input, monitor);
       g_main_loop_run (loop);
-      g_io_channel_unref (input);
+      g_io_channel_unref (channel);
     }
   g_signal_handlers_disconnect_by_func (monitor, changed, NULL);
   g_main_loop_unref (loop);
