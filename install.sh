@@ -29,11 +29,14 @@
 #   definitions (share/dbus-1/interfaces), the systemd units
 #   (lib/systemd/system) and the sysusers.d file. The activation file and the
 #   units name PREFIX/libexec/reachabilityd and PREFIX/bin/reachctl.
+#   The GIO module (gio/, GLib's GNetworkMonitor answered by the service) in
+#   GIO's module directory (pkg-config's giomoduledir, under PREFIX).
 #
 # Then (not with DESTDIR or --files-only): the user reachabilityd is created
 # (systemd-sysusers, or useradd without systemd), the system bus reloads its
 # configuration (so the policy applies and the name becomes activatable), and
-# systemd reloads its units. Nothing is enabled or started: the bus starts the
+# systemd reloads its units, and gio-querymodules refreshes GIO's module
+# cache (a package leaves that to GLib's trigger on the directory). Nothing is enabled or started: the bus starts the
 # service on the first call. `reachctl doctor` checks the result.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -74,6 +77,21 @@ files=(libexec/reachabilityd bin/reachctl
 for page in docs/man/*.[1-8]; do
     files+=("share/man/man${page##*.}/${page##*/}")
 done
+# GIO's module directory under the prefix (/usr/lib/<triplet>/gio/modules for /usr).
+gio_module=libgioreachabilityd.so
+giomoduledir=
+if pkg-config --exists gio-2.0 2>/dev/null; then
+    giomoduledir=$(pkg-config --define-variable=prefix="$prefix" --variable=giomoduledir gio-2.0)
+    files+=("${giomoduledir#"$prefix"/}/$gio_module")
+fi
+gio_querymodules() {
+    local tool
+    tool=$(pkg-config --variable=gio_querymodules gio-2.0 2>/dev/null || true)
+    [[ -x $tool ]] || tool=$(command -v gio-querymodules || true)
+    if [[ -n $tool && -d $1 ]]; then
+        "$tool" "$1" && echo "GIO's module cache in $1 refreshed"
+    fi
+}
 
 if $uninstall; then
     root=$destdir$prefix
@@ -83,6 +101,9 @@ if $uninstall; then
     for file in "${files[@]}"; do
         rm -fv "$root/$file"
     done
+    if [[ -z $destdir && -n $giomoduledir ]]; then
+        gio_querymodules "$giomoduledir"
+    fi
     if [[ -z $destdir ]]; then
         [[ -d /run/systemd/system ]] && systemctl daemon-reload
         dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
@@ -97,9 +118,10 @@ if ! command -v swift >/dev/null; then
          "under sudo, keep PATH: sudo env PATH=\"\$PATH\" ./install.sh)" >&2
     exit 2
 fi
-for module in dbus-1 libnm; do
+for module in dbus-1 libnm gio-2.0; do
     if ! pkg-config --exists "$module" 2>/dev/null; then
-        echo "install.sh: the build needs $module's headers: apt-get install -y libdbus-1-dev libnm-dev pkg-config" >&2
+        echo "install.sh: the build needs $module's headers:" \
+             "apt-get install -y libdbus-1-dev libnm-dev libglib2.0-dev pkg-config make gcc" >&2
         exit 2
     fi
 done
@@ -115,12 +137,15 @@ for product in reachabilityd reachctl; do
     swift build "${flags[@]}" --product "$product"
 done
 bin=$(swift build "${flags[@]}" --show-bin-path)
+echo "== building the GIO module (make -C gio)"
+make -C gio BUILDDIR="$PWD/.build-gio" module
 
 root=$destdir$prefix
 echo "== installing into ${destdir:+$destdir }$prefix"
 # Stripped: the symbol table and debug information are half of each file.
 install -D -m 755 $strip "$bin/reachabilityd" "$root/libexec/reachabilityd"
 install -D -m 755 $strip "$bin/reachctl" "$root/bin/reachctl"
+install -D -m 644 $strip ".build-gio/$gio_module" "$destdir$giomoduledir/$gio_module"
 for page in docs/man/*.[1-8]; do
     install -D -m 644 "$page" "$root/share/man/man${page##*.}/${page##*/}"
 done
@@ -151,6 +176,10 @@ if [[ $prefix != /usr ]]; then
          "/etc/dbus-1/system.d; with the prefix $prefix, link $prefix/share/dbus-1/system.d/$service.conf" \
          "into /etc/dbus-1/system.d"
 fi
+if [[ $prefix != /usr ]]; then
+    echo "install.sh: note: GLib loads modules from its own directory; with the prefix $prefix, programs" \
+         "find the GIO module with GIO_EXTRA_MODULES=$giomoduledir"
+fi
 if $files_only; then
     echo "installed (files only)"
     exit 0
@@ -173,6 +202,7 @@ fi
 if [[ -d /run/systemd/system ]]; then
     systemctl daemon-reload
 fi
+gio_querymodules "$giomoduledir"
 # dbus-daemon usually notices new files by itself; ReloadConfig makes sure.
 if command -v dbus-send >/dev/null && dbus-send --system --print-reply --dest=org.freedesktop.DBus \
         /org/freedesktop/DBus org.freedesktop.DBus.ReloadConfig >/dev/null 2>&1; then

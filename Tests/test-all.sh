@@ -36,6 +36,8 @@ packages=(
     python3-dbus python3-jeepney
     # bindings: Qt 6's qdbusxml2cpp, gdbus-codegen and a C compiler for its client
     qt6-base-dev-tools libglib2.0-dev-bin libglib2.0-dev gcc
+    # the GIO module (gio/, its own Makefile; test_gio_module.py builds it)
+    make
     # metrics: promtool, Prometheus's own format checker (the server is never started)
     prometheus
     # a real systemd in a container booted from an overlay of this root (test_systemd.py);

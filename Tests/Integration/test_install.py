@@ -10,7 +10,10 @@
   activates the staged daemon through the staged activation file (there is
   no systemd here, so the bus runs its ``Exec=`` line, which install.sh wrote
   with the prefix); the staged ``reachctl`` answers through it, as ``nobody``
-  too, and ``reachctl doctor`` says it works.
+  too, and ``reachctl doctor`` says it works. The staged GIO module, its
+  cache refreshed with ``gio-querymodules`` as install.sh does, is the
+  default GNetworkMonitor of a GLib program given that directory, and its
+  first read activates the staged daemon.
 
 The first build is a release build with the static Swift runtime (minutes).
 """
@@ -50,6 +53,16 @@ EXPECTED_FILES = {
 }
 
 SYSTEM_POLICY = harness.SYSTEM_POLICY
+
+
+def gio_module_path() -> str:
+    """The GIO module's path relative to the prefix /usr (pkg-config's giomoduledir)."""
+    directory = subprocess.run(["pkg-config", "--variable=giomoduledir", "gio-2.0"], capture_output=True, text=True,
+                               check=True).stdout.strip()
+    return os.path.relpath(directory, "/usr") + "/libgioreachabilityd.so"
+
+
+EXPECTED_FILES[gio_module_path()] = 0o644
 
 
 def install(*args, env=None):
@@ -201,3 +214,30 @@ def test_a_bus_without_the_policy_is_explained(tmp_path):
         client.close()
         bus.stop()
         subprocess.run(["rm", "-rf", str(bus.directory)], check=False)
+
+
+def test_staged_gio_module_is_glibs_network_monitor(stage, staged_bus):  # noqa: W0621
+    """gio-querymodules lists the staged module for gio-network-monitor; a GLib program in
+    Python that knows nothing of us, given that module directory, gets our monitor, and the
+    module's first read starts the staged daemon."""
+    bus, client, started = staged_bus
+    modules = stage / Path(gio_module_path()).parent
+    tool = subprocess.run(["pkg-config", "--variable=gio_querymodules", "gio-2.0"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    refresh = subprocess.run([tool, str(modules)], capture_output=True, text=True, check=False)
+    assert refresh.returncode == 0, refresh.stderr
+    cache = (modules / "giomodule.cache").read_text()
+    assert "libgioreachabilityd.so: gio-network-monitor" in cache, cache
+    assert client.name_owner(SERVICE) is None
+    program = subprocess.run(["/usr/bin/python3", str(REPO / "gio" / "tests" / "monitor-test.py"), "127.0.0.1"],
+                             capture_output=True, text=True, timeout=60, check=False,
+                             env={"PATH": "/usr/bin:/bin", "DBUS_SYSTEM_BUS_ADDRESS": bus.address,
+                                  "GIO_MODULE_DIR": str(modules)})
+    if client.name_owner(SERVICE):
+        started.append(client.call(harness.DBUS_NAME, harness.DBUS_PATH, harness.DBUS_NAME,
+                                   "GetConnectionUnixProcessID", "s", (SERVICE,))[0])
+    assert program.returncode == 0, program.stdout + program.stderr
+    lines = program.stdout.splitlines()
+    assert lines[0].split()[:2] == ["ready", "ReachabilitydNetworkMonitor"], program.stdout + program.stderr
+    assert "reach sync 127.0.0.1 ok" in lines, program.stdout
+    assert started, "the module's first read did not start the staged daemon"

@@ -15,6 +15,10 @@ dbus-daemon and on dbus-broker as the system bus.
 * The service's life (issue "every client holds the current truth"): the
   first call after every stop gets the evaluated answer; ``systemctl stop``
   under a running ``reachctl watch`` and a library listener; ``SIGHUP``.
+* GLib's network monitor: the package's GIO module, listed in GIO's cache by
+  libglib2.0-0's trigger, is what a GLib program that knows nothing of us
+  gets with no environment variable; masked, GLib's own monitor; removed,
+  the cache forgets it.
 
 The container has only ``lo``; :func:`add_uplink` makes a veth pair inside
 with an address and a default route, so that the internet is reachable
@@ -387,3 +391,53 @@ def test_doctor_names_why_the_start_failed(request, deb, broker_deb, bus):  # py
     assert "reachtest: cannot start" in text, text
     assert "install" not in text.split("activatable", 1)[1], text
     assert took < 15, f"doctor took {took:.1f} s"
+
+
+# --- GLib's GNetworkMonitor: the installed GIO module ---------------------------------
+
+
+MONITOR_TEST = REPO / "gio" / "tests" / "monitor-test.py"
+GIO_MONITOR = "ReachabilitydNetworkMonitor"
+GIO_BOUND = 2.0 + 3.0  # the module's start-up bound (gio/monitor.h), and the program's own start
+
+
+def glib_program(box: ct.Container, *targets: str) -> tuple:
+    """gio/tests/monitor-test.py in the container's clean environment (no GIO variable): its lines, and
+    how long it took."""
+    started = time.monotonic()
+    done = box.run(["/usr/bin/python3", str(MONITOR_TEST), *targets], check=False, timeout=60)
+    elapsed = time.monotonic() - started
+    assert done.returncode == 0, f"monitor-test.py: {done.returncode}\n{done.stdout}{done.stderr}"
+    return done.stdout.splitlines(), elapsed
+
+
+@pytest.mark.parametrize("bus", BUSES)
+def test_glib_programs_get_the_installed_gio_module(request, deb, broker_deb, bus):  # pylint: disable=redefined-outer-name
+    """Installed: the trigger lists the module in GIO's cache; a GLib program in Python gets our
+    monitor with no environment variable (its first read starts the service) and can_reach right
+    both ways. Masked: GLib's own monitor, within the bound. Removed: the cache forgets it."""
+    box = boot(request, bus, broker_deb if bus == "dbus-broker" else None)
+    install_deb(box, deb)
+    add_uplink(box)
+    box.sh("ip route add unreachable 198.51.100.0/24")
+    modules = box.run(["pkg-config", "--variable=giomoduledir", "gio-2.0"]).stdout.strip()
+    cache = box.path(f"{modules}/giomodule.cache")
+    assert "libgioreachabilityd.so: gio-network-monitor" in cache.read_text(), cache.read_text()
+    assert unit_property(box, "reachabilityd.service", "ActiveState") == "inactive"
+
+    lines, _ = glib_program(box, "192.0.2.1", "198.51.100.7")
+    assert lines[0].split()[:3] == ["ready", GIO_MONITOR, "1"], lines
+    assert "reach sync 192.0.2.1 ok" in lines, lines
+    assert any(line.startswith("reach sync 198.51.100.7 error 37 ") for line in lines), lines  # HOST_UNREACHABLE
+    assert unit_property(box, "reachabilityd.service", "ActiveState") == "active"
+
+    box.run(["systemctl", "mask", "--now", "reachabilityd.service"])
+    lines, elapsed = glib_program(box)
+    assert lines[0].split()[1] != GIO_MONITOR, lines
+    assert elapsed < GIO_BOUND, f"GLib's own monitor after {elapsed:.2f} s: {lines}"
+    box.run(["systemctl", "unmask", "reachabilityd.service"])
+
+    box.run(["dpkg", "-r", "reachabilityd"], timeout=120)
+    assert "libgioreachabilityd" not in (cache.read_text() if cache.exists() else ""), cache.read_text()
+    lines, _ = glib_program(box)
+    assert lines[0].split()[1] != GIO_MONITOR, lines
