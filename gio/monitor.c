@@ -11,7 +11,7 @@
  * properties again whenever a new owner appears (a restarted or upgraded
  * daemon). While the service is away the last answer stays.
  *
- * Translation (publish): network-available is Flags' Reachable bit (the
+ * Translation (reach_publish): network-available is Flags' Reachable bit (the
  * kernel has a route to the internet: GLib's "default route"), with Status
  * known; network-metered is Metered; connectivity maps "full", "limited" and
  * "portal" to FULL, LIMITED and PORTAL, "none" to LOCAL, and "unknown"
@@ -20,8 +20,6 @@
  * network-changed is emitted once when any of the three changed, after
  * their notify signals, and never otherwise. */
 #include "monitor.h"
-
-#include <string.h>
 
 enum
 {
@@ -37,220 +35,6 @@ static void reach_monitor_iface_init (GNetworkMonitorInterface *iface);
 G_DEFINE_DYNAMIC_TYPE_EXTENDED (ReachabilitydNetworkMonitor, reachabilityd_network_monitor, G_TYPE_OBJECT, 0,
                                 G_IMPLEMENT_INTERFACE_DYNAMIC (G_TYPE_INITABLE, reach_initable_iface_init)
                                 G_IMPLEMENT_INTERFACE_DYNAMIC (G_TYPE_NETWORK_MONITOR, reach_monitor_iface_init))
-
-/* --- translation ------------------------------------------------------------ */
-
-static GNetworkConnectivity
-connectivity_for (const gchar *word, gboolean available)
-{
-  if (!available)
-    return G_NETWORK_CONNECTIVITY_LOCAL;
-  if (g_strcmp0 (word, "full") == 0 || g_strcmp0 (word, "unknown") == 0)
-    return G_NETWORK_CONNECTIVITY_FULL;
-  if (g_strcmp0 (word, "limited") == 0)
-    return G_NETWORK_CONNECTIVITY_LIMITED;
-  if (g_strcmp0 (word, "portal") == 0)
-    return G_NETWORK_CONNECTIVITY_PORTAL;
-  return G_NETWORK_CONNECTIVITY_LOCAL;
-}
-
-/* The daemon's words as GLib's three values; notify and network-changed when
- * (and only when) one of them changed, unless quiet (the first read). */
-static void
-publish (ReachabilitydNetworkMonitor *self, gboolean quiet)
-{
-  gboolean available = self->status >= 0 && (self->flags & REACH_FLAG_REACHABLE) != 0;
-  gboolean metered = available && self->metered;
-  GNetworkConnectivity connectivity = connectivity_for (self->connectivity, available);
-  gboolean changed = FALSE;
-
-  g_object_freeze_notify (G_OBJECT (self));
-  if (available != self->network_available)
-    {
-      self->network_available = available;
-      changed = TRUE;
-      if (!quiet)
-        g_object_notify (G_OBJECT (self), "network-available");
-    }
-  if (metered != self->network_metered)
-    {
-      self->network_metered = metered;
-      changed = TRUE;
-      if (!quiet)
-        g_object_notify (G_OBJECT (self), "network-metered");
-    }
-  if (connectivity != self->network_connectivity)
-    {
-      self->network_connectivity = connectivity;
-      changed = TRUE;
-      if (!quiet)
-        g_object_notify (G_OBJECT (self), "connectivity");
-    }
-  g_object_thaw_notify (G_OBJECT (self));
-  if (changed && !quiet)
-    g_signal_emit_by_name (self, "network-changed", available);
-}
-
-/* Takes the Target properties GLib needs from an a{sv}; others are ignored. */
-static void
-take_properties (ReachabilitydNetworkMonitor *self, GVariant *properties)
-{
-  gint32 status;
-  guint32 flags;
-  gboolean metered;
-  const gchar *connectivity;
-
-  if (g_variant_lookup (properties, "Status", "i", &status))
-    self->status = status;
-  if (g_variant_lookup (properties, "Flags", "u", &flags))
-    self->flags = flags;
-  if (g_variant_lookup (properties, "Metered", "b", &metered))
-    self->metered = metered;
-  if (g_variant_lookup (properties, "Connectivity", "&s", &connectivity))
-    {
-      g_free (self->connectivity);
-      self->connectivity = g_strdup (connectivity);
-    }
-}
-
-static void
-set_owner (ReachabilitydNetworkMonitor *self, const gchar *owner)
-{
-  g_free (self->owner);
-  self->owner = owner != NULL && owner[0] != '\0' ? g_strdup (owner) : NULL;
-}
-
-/* --- reading the root object ------------------------------------------------- */
-
-static GDBusMessage *
-get_all_message (void)
-{
-  GDBusMessage *message = g_dbus_message_new_method_call (REACH_SERVICE, REACH_ROOT_PATH,
-                                                          "org.freedesktop.DBus.Properties", "GetAll");
-  g_dbus_message_set_body (message, g_variant_new ("(s)", REACH_TARGET_IFACE));
-  return message;
-}
-
-/* The reply's a{sv} (new reference), its sender in *sender; NULL and error otherwise. */
-static GVariant *
-get_all_result (GDBusMessage *reply, const gchar **sender, GError **error)
-{
-  GVariant *body;
-
-  if (reply == NULL || g_dbus_message_to_gerror (reply, error))
-    return NULL;
-  body = g_dbus_message_get_body (reply);
-  if (body == NULL || !g_variant_is_of_type (body, G_VARIANT_TYPE ("(a{sv})")))
-    {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "%s answered GetAll with %s, not (a{sv})",
-                   REACH_SERVICE, body != NULL ? g_variant_get_type_string (body) : "nothing");
-      return NULL;
-    }
-  *sender = g_dbus_message_get_sender (reply);
-  return g_variant_get_child_value (body, 0);
-}
-
-static void
-read_done (GObject *source, GAsyncResult *result, gpointer user_data)
-{
-  GError *error = NULL;
-  GDBusMessage *reply = g_dbus_connection_send_message_with_reply_finish (G_DBUS_CONNECTION (source), result,
-                                                                          &error);
-  ReachabilitydNetworkMonitor *self;
-  const gchar *sender = NULL;
-  GVariant *properties;
-
-  if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
-    {
-      /* Another read replaced this one, or the monitor is going away. */
-      g_error_free (error);
-      g_clear_object (&reply);
-      return;
-    }
-  self = REACHABILITYD_NETWORK_MONITOR (user_data);
-  properties = get_all_result (reply, &sender, error == NULL ? &error : NULL);
-  if (properties == NULL)
-    {
-      /* Gone again before it answered: the next owner's arrival reads again. */
-      g_debug ("reachabilityd: reading %s failed: %s", REACH_SERVICE, error != NULL ? error->message : "?");
-      g_clear_error (&error);
-    }
-  else if (g_strcmp0 (sender, self->owner) == 0)
-    {
-      take_properties (self, properties);
-      publish (self, FALSE);
-    }
-  if (properties != NULL)
-    g_variant_unref (properties);
-  g_clear_object (&reply);
-  g_clear_object (&self->reading);
-}
-
-/* Reads every property again (no activation: the owner is there). */
-static void
-read_again (ReachabilitydNetworkMonitor *self)
-{
-  GDBusMessage *message = get_all_message ();
-
-  if (self->reading != NULL)
-    {
-      g_cancellable_cancel (self->reading);
-      g_object_unref (self->reading);
-    }
-  self->reading = g_cancellable_new ();
-  g_dbus_message_set_flags (message, G_DBUS_MESSAGE_FLAGS_NO_AUTO_START);
-  g_dbus_connection_send_message_with_reply (self->bus, message, G_DBUS_SEND_MESSAGE_FLAGS_NONE, -1, NULL,
-                                             self->reading, read_done, self);
-  g_object_unref (message);
-}
-
-/* --- the daemon's signals ---------------------------------------------------- */
-
-static void
-on_owner_changed (GDBusConnection *bus, const gchar *sender, const gchar *path, const gchar *interface,
-                  const gchar *member, GVariant *parameters, gpointer user_data)
-{
-  ReachabilitydNetworkMonitor *self = REACHABILITYD_NETWORK_MONITOR (user_data);
-  const gchar *name, *old_owner, *new_owner;
-
-  (void) bus, (void) sender, (void) path, (void) interface, (void) member;
-  if (!g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(sss)")))
-    return;
-  g_variant_get (parameters, "(&s&s&s)", &name, &old_owner, &new_owner);
-  if (strcmp (name, REACH_SERVICE) != 0 || g_strcmp0 (new_owner[0] ? new_owner : NULL, self->owner) == 0)
-    return;  /* not ours, or the owner the first read already came from */
-  set_owner (self, new_owner);
-  if (self->owner != NULL)
-    read_again (self);
-}
-
-static void
-on_properties_changed (GDBusConnection *bus, const gchar *sender, const gchar *path, const gchar *interface,
-                       const gchar *member, GVariant *parameters, gpointer user_data)
-{
-  ReachabilitydNetworkMonitor *self = REACHABILITYD_NETWORK_MONITOR (user_data);
-  const gchar *changed_interface;
-  GVariant *changed, *invalidated;
-
-  (void) bus, (void) path, (void) interface, (void) member;
-  /* The bus delivers by the well-known name's owner; checking it here too
-   * keeps out anybody else's signal that another match on this connection
-   * let in. */
-  if (self->owner == NULL || g_strcmp0 (sender, self->owner) != 0
-      || !g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(sa{sv}as)")))
-    return;
-  g_variant_get (parameters, "(&s@a{sv}@as)", &changed_interface, &changed, &invalidated);
-  if (strcmp (changed_interface, REACH_TARGET_IFACE) == 0)
-    {
-      take_properties (self, changed);
-      if (g_variant_n_children (invalidated) > 0)
-        read_again (self);
-      else
-        publish (self, FALSE);
-    }
-  g_variant_unref (changed);
-  g_variant_unref (invalidated);
-}
 
 /* --- start ------------------------------------------------------------------- */
 
@@ -335,27 +119,27 @@ reach_initable_init (GInitable *initable, GCancellable *cancellable, GError **er
   /* Subscribed before the first read, so that no change falls between. */
   self->owner_subscription = g_dbus_connection_signal_subscribe (
       self->bus, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged", "/org/freedesktop/DBus",
-      REACH_SERVICE, G_DBUS_SIGNAL_FLAGS_NONE, on_owner_changed, self, NULL);
+      REACH_SERVICE, G_DBUS_SIGNAL_FLAGS_NONE, reach_on_owner_changed, self, NULL);
   self->properties_subscription = g_dbus_connection_signal_subscribe (
       self->bus, REACH_SERVICE, "org.freedesktop.DBus.Properties", "PropertiesChanged", REACH_ROOT_PATH,
-      REACH_TARGET_IFACE, G_DBUS_SIGNAL_FLAGS_NONE, on_properties_changed, self, NULL);
+      REACH_TARGET_IFACE, G_DBUS_SIGNAL_FLAGS_NONE, reach_on_properties_changed, self, NULL);
 
   /* This call starts the service if it is only activatable; its reply's
    * sender is the owner whose signals count from now on. */
-  message = get_all_message ();
+  message = reach_get_all_message ();
   reply = g_dbus_connection_send_message_with_reply_sync (self->bus, message, G_DBUS_SEND_MESSAGE_FLAGS_NONE,
                                                           remaining_ms (deadline), NULL, cancellable, error);
   g_object_unref (message);
-  properties = get_all_result (reply, &sender, error);
+  properties = reach_get_all_result (reply, &sender, error);
   if (properties == NULL)
     {
       g_clear_object (&reply);
       unsubscribe (self);
       return FALSE;
     }
-  set_owner (self, sender);
-  take_properties (self, properties);
-  publish (self, TRUE);
+  reach_set_owner (self, sender);
+  reach_take_properties (self, properties);
+  reach_publish (self, TRUE);
   g_variant_unref (properties);
   g_object_unref (reply);
   return TRUE;

@@ -1,6 +1,7 @@
 /* reachabilityd's GNetworkMonitor: the module's one object, shared by
  * monitor.c (the type, its start and the daemon's signals) and can-reach.c
- * (g_network_monitor_can_reach through Manager.Query).
+ * (g_network_monitor_can_reach through Manager.Query), with follow.c
+ * (reading and following the daemon's properties).
  *
  * The module decides nothing: every answer is the daemon's, read from its
  * root object (the internet target) and translated into GLib's terms. */
@@ -62,6 +63,18 @@ GType reachabilityd_network_monitor_get_type (void);
   (G_TYPE_CHECK_INSTANCE_CAST ((o), REACHABILITYD_TYPE_NETWORK_MONITOR, ReachabilitydNetworkMonitor))
 
 void reachabilityd_network_monitor_register (GTypeModule *module);
+
+/* follow.c: reading and following the daemon, and the translation. */
+void reach_publish (ReachabilitydNetworkMonitor *self, gboolean quiet);
+void reach_take_properties (ReachabilitydNetworkMonitor *self, GVariant *properties);
+void reach_set_owner (ReachabilitydNetworkMonitor *self, const gchar *owner);
+GDBusMessage *reach_get_all_message (void);
+GVariant *reach_get_all_result (GDBusMessage *reply, const gchar **sender, GError **error);
+void reach_on_owner_changed (GDBusConnection *bus, const gchar *sender, const gchar *path, const gchar *interface,
+                             const gchar *member, GVariant *parameters, gpointer user_data);
+void reach_on_properties_changed (GDBusConnection *bus, const gchar *sender, const gchar *path,
+                                  const gchar *interface, const gchar *member, GVariant *parameters,
+                                  gpointer user_data);
 
 /* can-reach.c: the GNetworkMonitor interface's can_reach functions. */
 gboolean reach_can_reach (GNetworkMonitor *monitor, GSocketConnectable *connectable,
