@@ -14,7 +14,10 @@ networkmanager). For each edge (down: NetworkManager reaches State 20; up:
 the first ``network-changed`` whose ``available`` matches the new state
 (negative: before NetworkManager said it), and how many ``network-changed``
 the edge brought (counted until one second after the edge's last signal:
-no signal tells when GLib's backend is done). All times are CLOCK_MONOTONIC.
+no signal tells when GLib's backend is done). And the module's own hop: the
+daemon's first StatusChanged whose Reachable bit matches the edge (received
+by this process) → the module's network-changed. All times are
+CLOCK_MONOTONIC.
 """
 
 import argparse
@@ -31,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Tests" / "Integrat
 
 import harness  # noqa: E402
 from measure import pct  # noqa: E402
-from harness import NM_IFACE, NM_NAME, NM_PATH  # noqa: E402
+from harness import NM_IFACE, NM_NAME, NM_PATH, REACHABLE, ROOT_PATH, TARGET_IFACE  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 PROGRAM = REPO / "gio" / "tests" / "monitor-test.py"
@@ -88,6 +91,9 @@ def main():
         events = []  # (time, kind, value)
         client.conn.signal_subscribe(NM_NAME, NM_IFACE, "StateChanged", NM_PATH, None, 0,
                                      lambda *a: events.append((time.monotonic(), "nm", a[5].unpack()[0])))
+        client.conn.signal_subscribe(None, TARGET_IFACE, "StatusChanged", ROOT_PATH, None, 0,
+                                     lambda *a: events.append((time.monotonic(), "daemon",
+                                                               bool(a[5].unpack()[1] & REACHABLE))))
         lab.daemon(args=["--system"])
         monitors.append(Monitor(lab, "ours", "ReachabilitydNetworkMonitor", events,
                                 {"GIO_EXTRA_MODULES": str(modules)}))
@@ -96,6 +102,7 @@ def main():
 
         latency = {"ours": {False: [], True: []}, "glib": {False: [], True: []}}
         counts = {"ours": [], "glib": []}
+        hop = []
         for flap in range(options.flaps):
             for carrier, nm_state in ((False, 20), (True, 70)):
                 start = len(events)
@@ -111,6 +118,9 @@ def main():
                 nm_t, firsts = harness.wait_until(seen, 30, f"flap {flap} carrier={carrier}")
                 for name, stamp in firsts.items():
                     latency[name][carrier].append((stamp - nm_t) * 1000)
+                daemon = [t for t, k, v in events[start:] if k == "daemon" and v == carrier]
+                if daemon:
+                    hop.append((firsts["ours"] - daemon[0]) * 1000)
                 # Late notifications of this edge (NetworkManager's connectivity settles after its State).
                 while True:
                     last = max(t for t, _, _ in events[start:])
@@ -132,6 +142,9 @@ def main():
         for name, label in (("ours", "reachabilityd module"), ("glib", "GLib's NM backend")):
             print(f"  network-changed per edge, {label}: min {min(counts[name])}, max {max(counts[name])}, "
                   f"mean {statistics.mean(counts[name]):.2f}")
+        if hop:
+            print(f"  the module's own hop, the daemon's StatusChanged → network-changed ({len(hop)} edges): "
+                  f"p50 {statistics.median(hop):.2f} ms   p99 {pct(hop, 99):.2f} ms")
         ahead = all(statistics.median(latency["ours"][edge]) < statistics.median(latency["glib"][edge])
                     for edge in (False, True))
         fewer = statistics.mean(counts["ours"]) < statistics.mean(counts["glib"])
