@@ -19,6 +19,8 @@ count of notifications waits for, with no sleep.
   ``can_reach`` is right for a routed address and for one behind an
   ``unreachable`` route (``G_IO_ERROR_HOST_UNREACHABLE``; while the network
   is down, ``G_IO_ERROR_NETWORK_UNREACHABLE``).
+* NetworkManager's captive portal: still available (a route), connectivity
+  PORTAL, one ``network-changed`` each way.
 * A restarted daemon: nothing is announced while it is away, the new
   instance's answer is read, and told only when it differs.
 * No service (not on the bus, not activatable), a start that fails, a start
@@ -48,6 +50,7 @@ from conftest import need
 GIO_DIR = harness.REPO / "gio"
 OURS = "ReachabilitydNetworkMonitor"
 FULL, LOCAL = int(Gio.NetworkConnectivity.FULL), int(Gio.NetworkConnectivity.LOCAL)
+PORTAL = int(Gio.NetworkConnectivity.PORTAL)
 HOST_NOT_FOUND = int(Gio.IOErrorEnum.HOST_NOT_FOUND)
 NETWORK_UNREACHABLE = int(Gio.IOErrorEnum.NETWORK_UNREACHABLE)
 HOST_UNREACHABLE = int(Gio.IOErrorEnum.HOST_UNREACHABLE)
@@ -398,3 +401,25 @@ def test_an_activatable_service_is_started_by_the_module(activation_lab, gio_bui
     finally:
         if lab.client.name_owner(harness.SERVICE):
             daemon.owner_pid(lab.client)
+
+
+def test_captive_portal_is_glibs_portal(nm_lab, gio_build, programs):
+    """NetworkManager's check finds a portal: the network stays available (a route, GLib's
+    meaning) with connectivity PORTAL, in one network-changed; the portal gone: FULL again."""
+    lab = nm_lab
+    lab.daemon()
+    program = start(programs, gio_build, lab.bus.address)
+    ready = program.ready()
+    assert ready[:3] == [OURS, "1", "0"], program.describe()
+    if ready[3] != str(FULL):
+        program.wait(lambda line: line.startswith("changed ") and line.split()[2:] == ["1", "0", str(FULL)],
+                     "NetworkManager's full connectivity")
+    for portal, expected in ((True, PORTAL), (False, FULL)):
+        mark = program.mark()
+        lab.set_portal(portal)
+        lab.check_connectivity()
+        program.wait(lambda line, expected=expected: line.startswith("changed ")
+                     and line.split()[2:] == ["1", "0", str(expected)], f"connectivity {expected}", mark)
+        program.ask(ROUTED)
+        assert program.changes(mark) == [(1, 0, expected)], program.describe()
+    program.close()
