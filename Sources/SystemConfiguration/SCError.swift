@@ -1,3 +1,4 @@
+import CoreFoundation
 import Foundation
 
 // Apple's per-thread status of the last SystemConfiguration call that failed

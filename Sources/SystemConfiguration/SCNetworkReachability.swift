@@ -1,3 +1,4 @@
+import CoreFoundation
 import Dispatch
 import Foundation
 import Glibc
@@ -42,9 +43,8 @@ public struct SCNetworkReachabilityContext {
     public var retain: (@convention(c) (UnsafeRawPointer) -> UnsafeRawPointer)?
     /// Drops a reference `retain` took.
     public var release: (@convention(c) (UnsafeRawPointer) -> Void)?
-    /// A description of `info`. A Swift function here (Apple's is a C function): a
-    /// function returning `Unmanaged<CFString>` cannot be `@convention(c)` on Linux.
-    public var copyDescription: ((UnsafeRawPointer) -> Unmanaged<CFString>)?
+    /// A description of `info`.
+    public var copyDescription: (@convention(c) (UnsafeRawPointer) -> Unmanaged<CFString>)?
 
     public init() {
         self.init(version: 0, info: nil, retain: nil, release: nil, copyDescription: nil)
@@ -53,7 +53,7 @@ public struct SCNetworkReachabilityContext {
     public init(version: CFIndex, info: UnsafeMutableRawPointer?,
                 retain: (@convention(c) (UnsafeRawPointer) -> UnsafeRawPointer)?,
                 release: (@convention(c) (UnsafeRawPointer) -> Void)?,
-                copyDescription: ((UnsafeRawPointer) -> Unmanaged<CFString>)?) {
+                copyDescription: (@convention(c) (UnsafeRawPointer) -> Unmanaged<CFString>)?) {
         self.version = version
         self.info = info
         self.retain = retain
@@ -117,14 +117,14 @@ public final class SCNetworkReachability: Sendable, CustomStringConvertible {
         }
     }
 
-    /// A run loop and mode the reference is scheduled in. `@unchecked Sendable`, proved:
-    /// off the run loop's own thread only `add(_:forMode:)` is called on it, which is
-    /// thread-safe (Core Foundation's `CFRunLoopAddTimer` takes the run loop's lock),
-    /// and the identity comparison reads nothing of it.
+    /// A Core Foundation run loop and mode the reference is scheduled in. `@unchecked
+    /// Sendable`, proved: off the run loop's own thread only `CFRunLoopPerformBlock` and
+    /// `CFRunLoopWakeUp` are called on it, which are thread-safe (they take the run loop's
+    /// lock), the mode is an immutable string, and comparing reads nothing that changes.
     struct ScheduledLoop: @unchecked Sendable {
-        let loop: RunLoop
-        let mode: RunLoop.Mode
-        func isSame(_ other: (RunLoop, RunLoop.Mode)) -> Bool { loop === other.0 && mode == other.1 }
+        let loop: CFRunLoop
+        let mode: CFString
+        func isSame(_ other: (CFRunLoop, CFString)) -> Bool { loop === other.0 && CFEqual(mode, other.1) }
     }
 
     init(key: FeedKey, isName: Bool, name: String) {
