@@ -44,6 +44,8 @@ packages=(
     systemd-container man-db acl
     # the Debian package: dpkg-buildpackage, debhelper (dh_installsysusers), lintian
     dpkg-dev debhelper lintian
+    # the C API's library: its SONAME and run path, set when installed (capi/install-library.sh)
+    patchelf
 )
 # Units network-manager's postinst enables; disabled again if this script installed it.
 nm_units=(NetworkManager.service NetworkManager-wait-online.service NetworkManager-dispatcher.service)

@@ -101,7 +101,7 @@ public func SCNetworkReachabilitySetCallback(
 /// each change of flags; an address, on each change only.
 @discardableResult
 public func SCNetworkReachabilitySetDispatchQueue(_ target: SCNetworkReachability, _ queue: DispatchQueue?) -> Bool {
-    if let queue { return target.schedule(queue: queue, loop: nil) }
+    if let queue { return target.schedule(queue: .init(queue), loop: nil) }
     return target.unschedule(queue: true, loop: nil)
 }
 
