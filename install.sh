@@ -154,7 +154,8 @@ install -D -m 644 data/reachabilityd.sysusers.conf "$root/lib/sysusers.d/reachab
 # The introspection data, where D-Bus tools and binding generators look for it.
 install -D -m 644 "dbus/$service.xml" "$root/share/dbus-1/interfaces/$service.xml"
 if $c_api; then
-    capi/install-library.sh --library "$c_library" --prefix "$prefix" ${destdir:+--destdir "$destdir"}
+    capi/install-library.sh --library "$c_library" --prefix "$prefix" ${destdir:+--destdir "$destdir"} \
+        ${strip:+--strip}
 fi
 # The command the bus (without systemd) and the unit run is the installed daemon.
 install -d -m 755 "$root/share/dbus-1/system-services" "$root/lib/systemd/system"

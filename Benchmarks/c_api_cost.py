@@ -33,15 +33,15 @@ NO_BUS = "unix:path=/nonexistent/c-api-benchmark-bus"
 
 
 def install(library: Path, prefix: Path) -> dict:
-    subprocess.run([str(REPO / "capi" / "install-library.sh"), "--library", str(library), "--prefix", str(prefix)],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([str(REPO / "capi" / "install-library.sh"), "--library", str(library), "--prefix", str(prefix),
+                    "--strip"], check=True, stdout=subprocess.DEVNULL)
     return dict(os.environ, PKG_CONFIG_PATH=str(prefix / "lib" / "pkgconfig"))
 
 
 def footprint(prefix: Path) -> None:
     library = prefix / "lib" / "libreachability-sc.so.1.0.0"
     runtime = sorted((prefix / "lib" / "reachability-sc").iterdir())
-    print(f"  library: {library.stat().st_size / 1e6:.1f} MB ({library.name}, not stripped)")
+    print(f"  library: {library.stat().st_size / 1e6:.1f} MB ({library.name}, stripped as install.sh installs it)")
     print(f"  its Swift runtime: {len(runtime)} files, {sum(f.stat().st_size for f in runtime) / 1e6:.1f} MB")
     loaded = subprocess.run(["ldd", str(library)], check=True, capture_output=True, text=True).stdout.splitlines()
     names = [line.split()[0] for line in loaded if line.strip()]

@@ -8,7 +8,8 @@
 #
 # Options: --library FILE (the built libSystemConfigurationC.so), --prefix DIR
 # (default /usr), --libdir DIR (default PREFIX/lib), --destdir DIR (staging root),
-# --uninstall (remove what this installs).
+# --strip (the library's symbol table and debug information left out), --uninstall
+# (remove what this installs).
 #
 # Installed: LIBDIR/libreachability-sc.so.1.0.0 with the SONAME
 # libreachability-sc.so.MAJOR and the links libreachability-sc.so.MAJOR and
@@ -19,13 +20,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-prefix=/usr libdir= destdir= library= uninstall=false
+prefix=/usr libdir= destdir= library= uninstall=false strip=
 while (($#)); do
     case $1 in
         --library) library=$2; shift 2 ;;
         --prefix) prefix=$2; shift 2 ;;
         --libdir) libdir=$2; shift 2 ;;
         --destdir) destdir=$2; shift 2 ;;
+        --strip) strip=-s; shift ;;
         --uninstall) uninstall=true; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "install-library.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -66,7 +68,7 @@ ldd "$library" | awk -v dir="$runtime/" 'index($3, dir) == 1 { print $3 }' | whi
     patchelf --set-rpath '$ORIGIN' "$root$libdir/reachability-sc/${dependency##*/}"
 done
 
-install -m 755 "$library" "$root$libdir/$name.$abi"
+install -m 755 $strip "$library" "$root$libdir/$name.$abi"
 patchelf --set-soname "$name.$major" "$root$libdir/$name.$abi"
 patchelf --set-rpath '$ORIGIN/reachability-sc' "$root$libdir/$name.$abi"
 ln -sf "$name.$abi" "$root$libdir/$name.$major"
