@@ -43,14 +43,19 @@ LIBRARY = harness.daemon_binary().parent / "libSystemConfigurationC.so"
 LSAN_SUPPRESSIONS = REPO / "Tests" / "sanitizer-suppressions" / "lsan.supp"
 NO_BUS = "unix:path=/nonexistent/c-api-test-bus"
 REACHABLE, IS_DIRECT = 1 << 1, 1 << 17
+BUILD_TIMEOUT = 1800
 HEADER_ONLY = '#include <SystemConfiguration/SystemConfiguration.h>\nint main(void) { return SCError(); }\n'
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     """The C API installed into a scratch prefix; the C test program built against it."""
-    if not LIBRARY.exists():
-        pytest.fail(f"{LIBRARY} is not built (swift build builds it)")
+    # `swift build --build-tests` does not link a dynamic library product: built here, beside
+    # the daemon under test (an up-to-date library is only linked, if that).
+    configuration = "release" if LIBRARY.parent.name == "release" else "debug"
+    built = subprocess.run(["swift", "build", "-c", configuration, "--product", "SystemConfigurationC"], cwd=REPO,
+                           capture_output=True, text=True, timeout=BUILD_TIMEOUT)
+    assert built.returncode == 0 and LIBRARY.exists(), f"the C API's library does not build:\n{built.stdout[-3000:]}"
     prefix = tmp_path_factory.mktemp("c-api-prefix")
     subprocess.run([str(CAPI / "install-library.sh"), "--library", str(LIBRARY), "--prefix", str(prefix)],
                    check=True, capture_output=True)
