@@ -170,8 +170,14 @@ let package = Package(
 // shadows Apple's framework (the manifest is compiled for the machine that builds).
 #if !canImport(Darwin)
 package.products.append(.library(name: "SystemConfiguration", targets: ["SystemConfiguration"]))
+package.products.append(.library(name: "SystemConfigurationC", type: .dynamic, targets: ["SystemConfigurationC"]))
 package.targets += [
     .target(name: "SystemConfiguration", dependencies: ["ReachabilityRuntime", "ReachabilityCore"]),
+    // Apple's SCNetworkReachability C functions, for C, Objective-C and every FFI: a
+    // shared library whose functions translate C values and call the module above
+    // (header, pkg-config file and install in capi/; see docs/c-api.md).
+    .systemLibrary(name: "CDispatchQueue"),
+    .target(name: "SystemConfigurationC", dependencies: ["SystemConfiguration", "CDispatchQueue"]),
     // Apple's Reachability sample in Swift, unchanged (driven by the integration tests).
     .executableTarget(name: "system-configuration-example", dependencies: ["SystemConfiguration"]),
     // Code written for Apple's SystemConfiguration, the way Reachability.swift uses it.

@@ -18,6 +18,8 @@
 #                                      reload the bus or systemd
 #   --no-strip                         keep the symbol tables and debug
 #                                      information (for a -dbgsym package)
+#   --no-c-api                         leave out the C API (libreachability-sc, its
+#                                      headers and pkg-config file: docs/c-api.md)
 #   --uninstall                        stop the service and remove every file
 #                                      this script installs under PREFIX (the
 #                                      user stays, as a package leaves it)
@@ -30,7 +32,11 @@
 #   (lib/systemd/system) and the sysusers.d file. The activation file and the
 #   units name PREFIX/libexec/reachabilityd and PREFIX/bin/reachctl.
 #   The GIO module (gio/, GLib's GNetworkMonitor answered by the service) in
-#   GIO's module directory (pkg-config's giomoduledir, under PREFIX).
+#   GIO's module directory (pkg-config's giomoduledir, under PREFIX). The C API
+#   (unless --no-c-api; it needs patchelf): PREFIX/lib/libreachability-sc.so.1 with
+#   the Swift runtime it runs on (PREFIX/lib/reachability-sc/), the headers
+#   (PREFIX/include/SystemConfiguration) and lib/pkgconfig/reachability-sc.pc, by
+#   capi/install-library.sh.
 #
 # Then (not with DESTDIR or --files-only): the user reachabilityd is created
 # (systemd-sysusers, or useradd without systemd), the system bus reloads its
@@ -46,6 +52,7 @@ destdir=${DESTDIR:-}
 static=true
 files_only=false
 uninstall=false
+c_api=true
 strip=-s
 while (($#)); do
     case $1 in
@@ -56,6 +63,7 @@ while (($#)); do
         --shared-swift-runtime) static=false; shift ;;
         --files-only) files_only=true; shift ;;
         --no-strip) strip=; shift ;;
+        --no-c-api) c_api=false; shift ;;
         --uninstall) uninstall=true; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "install.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -101,6 +109,7 @@ if $uninstall; then
     for file in "${files[@]}"; do
         rm -fv "$root/$file"
     done
+    capi/install-library.sh --uninstall --prefix "$prefix" ${destdir:+--destdir "$destdir"}
     if [[ -z $destdir && -n $giomoduledir ]]; then
         gio_querymodules "$giomoduledir"
     fi
@@ -139,6 +148,16 @@ done
 bin=$(swift build "${flags[@]}" --show-bin-path)
 echo "== building the GIO module (make -C gio)"
 make -C gio BUILDDIR="$PWD/.build-gio" module
+# The C API's library runs on the toolchain's shared Swift runtime (a static one would be
+# a second Core Foundation, unusable beside the program's): never --static-swift-stdlib.
+if $c_api && ! command -v patchelf >/dev/null; then
+    echo "install.sh: note: leaving out the C API: it needs patchelf (apt-get install -y patchelf)" >&2
+    c_api=false
+fi
+if $c_api; then
+    swift build -c release --product SystemConfigurationC
+    c_library=$(swift build -c release --show-bin-path)/libSystemConfigurationC.so
+fi
 
 root=$destdir$prefix
 echo "== installing into ${destdir:+$destdir }$prefix"
@@ -159,6 +178,10 @@ install -D -m 644 "dbus/$service.conf" "$root/share/dbus-1/system.d/$service.con
 install -D -m 644 data/reachabilityd.sysusers.conf "$root/lib/sysusers.d/reachabilityd.conf"
 # The introspection data, where D-Bus tools and binding generators look for it.
 install -D -m 644 "dbus/$service.xml" "$root/share/dbus-1/interfaces/$service.xml"
+if $c_api; then
+    capi/install-library.sh --library "$c_library" --prefix "$prefix" ${destdir:+--destdir "$destdir"} \
+        ${strip:+--strip}
+fi
 # The command the bus (without systemd) and the unit run is the installed daemon.
 install -d -m 755 "$root/share/dbus-1/system-services" "$root/lib/systemd/system"
 sed "s|^Exec=/usr/libexec/reachabilityd|Exec=$prefix/libexec/reachabilityd|" "dbus/$service.service" \

@@ -46,6 +46,10 @@ packages=(
     systemd-container man-db acl
     # the Debian package: dpkg-buildpackage, debhelper (dh_installsysusers), lintian
     dpkg-dev debhelper lintian
+    # the C API's library: its SONAME and run path, set when installed (capi/install-library.sh)
+    patchelf
+    # the C API's header checked as C++ too (test_c_api.py)
+    g++
 )
 # Units network-manager's postinst enables; disabled again if this script installed it.
 nm_units=(NetworkManager.service NetworkManager-wait-online.service NetworkManager-dispatcher.service)

@@ -15,6 +15,13 @@ struct PathRequirement: Hashable, Sendable {
 
     static let any = PathRequirement()
 
+    /// "any", "required: wifi", "prohibited: cellular, other": for `debugDescription`.
+    var debugDescription: String {
+        if let required { return "required: \(required)" }
+        if prohibited.isEmpty { return "any" }
+        return "prohibited: " + prohibited.map { "\($0)" }.sorted().joined(separator: ", ")
+    }
+
     /// Whether the monitor may use `interface`, whose own packets (for a tunnel)
     /// leave through `underlay`.
     func permits(_ interface: PathInterface, underlay: PathInterface?) -> Bool {

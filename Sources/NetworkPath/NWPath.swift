@@ -126,6 +126,13 @@ public struct NWPath: Equatable, Sendable, CustomDebugStringConvertible {
         self.gateways = gateways
     }
 
+    /// The local endpoint of a connection's path. A monitor's path belongs to no
+    /// connection, so it is always `nil` here, as Apple's is for a monitor.
+    public var localEndpoint: NWEndpoint? { nil }
+
+    /// The remote endpoint of a connection's path; `nil` for a monitor's path (always, here).
+    public var remoteEndpoint: NWEndpoint? { nil }
+
     /// What a monitor reports before it has an answer: unsatisfied, no interface.
     static let unsatisfied = NWPath(status: .unsatisfied)
 

@@ -17,7 +17,11 @@ import ReachabilityCore
 /// the handler gets the current path at once, then a new path each time one
 /// of its facts changes; never the same path twice in a row. A monitor is
 /// started once: after `cancel()` it reports nothing more.
-public final class NWPathMonitor: Sendable {
+///
+/// A started monitor lives until `cancel()`, as Apple's does (its update handling
+/// holds it): one kept only in a `weak var` keeps reporting, and is freed once
+/// cancelled and no one else holds it.
+public final class NWPathMonitor: Sendable, CustomDebugStringConvertible {
     private let requirement: PathRequirement
     private let source: PathSource
     private let shared = Guarded(Shared())
@@ -84,9 +88,11 @@ public final class NWPathMonitor: Sendable {
         }
         guard begins else { return }
         // Outside the lock: the first path may arrive before `subscribe` returns.
+        // The subscription holds the monitor strongly until `cancel()` unsubscribes:
+        // Apple's started monitor lives on without its caller's reference.
         let requirement = self.requirement
-        let id = source.subscribe { [weak self] state in
-            self?.received(NWPath(state, requirement: requirement))
+        let id = source.subscribe { state in
+            self.received(NWPath(state, requirement: requirement))
         }
         let cancelled = shared.withLock { shared -> Bool in
             shared.subscription = id
@@ -104,6 +110,12 @@ public final class NWPathMonitor: Sendable {
             return shared.subscription
         }
         if let id { source.unsubscribe(id) }
+    }
+
+    /// What the monitor watches and its state, for logs (Apple prints its own form).
+    public var debugDescription: String {
+        let state = shared.withLock { $0.isCancelled ? "cancelled" : $0.isStarted ? "started" : "not started" }
+        return "NWPathMonitor(\(requirement.debugDescription), \(state), path: \(currentPath.debugDescription))"
     }
 
     private func received(_ path: NWPath) {

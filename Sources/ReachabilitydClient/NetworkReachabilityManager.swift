@@ -95,6 +95,8 @@ open class NetworkReachabilityManager: @unchecked Sendable {
 
     private let listening = Guarded<Listening?>(nil)
     private let error = Guarded<ReachabilityError?>(nil)
+    /// Alamofire 4's `listener` and `listenerQueue` (`+Alamofire4.swift`).
+    let alamofire4 = Guarded(Alamofire4Listening())
 
     /// Watches `target`. `mode` `nil` uses the daemon when it is on the system
     /// bus, else the in-process engine; with `.daemon` every answer fails while
@@ -220,7 +222,15 @@ open class NetworkReachabilityManager: @unchecked Sendable {
             case .failure(let failure): self?.error.withLock { $0 = failure }
             }
         }
+        // Alamofire 5 reads the flags at start and calls the listener with them, host
+        // targets included (a name's own answer comes only once it is looked up): `flags`,
+        // read before listening (a name's without a lookup), handed to `reachabilityQueue`
+        // before the subscription starts, so it is the listener's first call.
+        let atStart = flags
         listening.withLock { $0 = Listening(subscription: subscription, queue: queue, listener: listener) }
+        if let atStart {
+            reachabilityQueue.async { [weak self] in self?.notifyAtStart(atStart, id: id) }
+        }
         guard let failure = subscription.startAndWait() else { return true }
         error.withLock { $0 = failure }
         stopListening()
@@ -236,6 +246,17 @@ open class NetworkReachabilityManager: @unchecked Sendable {
         // The runtime lets it go later, not inline: from `deinit` this may run on the loop thread
         // in the middle of delivering an update to the very feed it would close.
         subscription?.cancel()
+    }
+
+    /// The listener's call at `startListening` (the first; later answers that repeat it are not).
+    private func notifyAtStart(_ flags: SCNetworkReachabilityFlags, id: Int) {
+        let status = NetworkReachabilityStatus(flags)
+        listening.withLock { listening in
+            guard listening?.subscription.id == id, listening!.previousStatus == nil else { return }
+            listening!.previousStatus = status
+            let listener = listening!.listener
+            listening!.queue.async { listener(status) }
+        }
     }
 
     private func notify(_ state: ReachabilityState, id: Int) {

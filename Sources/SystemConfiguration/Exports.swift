@@ -6,7 +6,7 @@
 // Not Foundation: Apple's framework brings CoreFoundation, not Foundation, so code
 // that uses Foundation names imports Foundation there too. Re-exporting it here would
 // let code compile on Linux that does not on Apple's platforms, and would put all of
-// Foundation's names in scope for every user of this module. The few CoreFoundation
-// names Apple's signatures are spelled with are declared here (`CoreFoundation.swift`).
+// Foundation's names in scope for every user of this module. CoreFoundation, the
+// toolchain's, is re-exported in `CoreFoundation.swift`.
 @_exported import Dispatch
 @_exported import Glibc

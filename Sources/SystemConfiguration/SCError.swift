@@ -1,3 +1,4 @@
+import CoreFoundation
 import Foundation
 
 // Apple's per-thread status of the last SystemConfiguration call that failed
@@ -29,12 +30,12 @@ public func SCErrorString(_ status: Int32) -> UnsafePointer<CChar> {
     return UnsafeRawPointer(text.utf8Start).assumingMemoryBound(to: CChar.self)
 }
 
-enum SCStatus {
+package enum SCStatus {
     static let key = "io.github.reachabilityd.SCError"
 
     /// Records `status` as this thread's last error; returns `false` for the caller to return.
     @discardableResult
-    static func fail(_ status: Int32 = kSCStatusInvalidArgument) -> Bool {
+    package static func fail(_ status: Int32 = kSCStatusInvalidArgument) -> Bool {
         Thread.current.threadDictionary[key] = status
         return false
     }

@@ -1,3 +1,4 @@
+import CoreFoundation
 import Dispatch
 import Foundation
 import Glibc
@@ -100,41 +101,25 @@ public func SCNetworkReachabilitySetCallback(
 /// each change of flags; an address, on each change only.
 @discardableResult
 public func SCNetworkReachabilitySetDispatchQueue(_ target: SCNetworkReachability, _ queue: DispatchQueue?) -> Bool {
-    if let queue { return target.schedule(queue: queue, loop: nil) }
+    if let queue { return target.schedule(queue: .init(queue), loop: nil) }
     return target.unschedule(queue: true, loop: nil)
 }
 
-/// Schedules the callback on `runLoop` in `runLoopMode` (Foundation's `RunLoop`
-/// standing for `CFRunLoop`): it runs when that run loop runs in that mode.
+/// Schedules the callback on `runLoop` in `runLoopMode` (Core Foundation's; Apple code
+/// passes `CFRunLoopMode.defaultMode.rawValue`): it runs when that run loop runs in
+/// that mode (`CFRunLoopRun()`, or Foundation's `RunLoop.run(mode:before:)` for it).
 @discardableResult
 public func SCNetworkReachabilityScheduleWithRunLoop(
-    _ target: SCNetworkReachability, _ runLoop: CFRunLoop, _ runLoopMode: CFRunLoopMode
+    _ target: SCNetworkReachability, _ runLoop: CFRunLoop, _ runLoopMode: CFString
 ) -> Bool {
     target.schedule(queue: nil, loop: (runLoop, runLoopMode))
-}
-
-/// `SCNetworkReachabilityScheduleWithRunLoop` with the mode's name
-/// (`CFRunLoopMode.defaultMode.rawValue`, as Apple code passes it).
-@discardableResult
-public func SCNetworkReachabilityScheduleWithRunLoop(
-    _ target: SCNetworkReachability, _ runLoop: CFRunLoop, _ runLoopMode: String
-) -> Bool {
-    SCNetworkReachabilityScheduleWithRunLoop(target, runLoop, RunLoop.Mode(runLoopMode))
 }
 
 /// Stops calling back on `runLoop` in `runLoopMode`; once no run loop remains the
 /// reference is unscheduled, and no callback runs after this returns.
 @discardableResult
 public func SCNetworkReachabilityUnscheduleFromRunLoop(
-    _ target: SCNetworkReachability, _ runLoop: CFRunLoop, _ runLoopMode: CFRunLoopMode
+    _ target: SCNetworkReachability, _ runLoop: CFRunLoop, _ runLoopMode: CFString
 ) -> Bool {
     target.unschedule(queue: false, loop: (runLoop, runLoopMode))
-}
-
-/// `SCNetworkReachabilityUnscheduleFromRunLoop` with the mode's name.
-@discardableResult
-public func SCNetworkReachabilityUnscheduleFromRunLoop(
-    _ target: SCNetworkReachability, _ runLoop: CFRunLoop, _ runLoopMode: String
-) -> Bool {
-    SCNetworkReachabilityUnscheduleFromRunLoop(target, runLoop, RunLoop.Mode(runLoopMode))
 }

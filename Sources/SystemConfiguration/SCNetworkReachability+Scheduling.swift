@@ -1,3 +1,4 @@
+import CoreFoundation
 import Dispatch
 import Foundation
 import ReachabilityRuntime
@@ -28,7 +29,7 @@ extension SCNetworkReachability {
 
     /// Starts delivering to `queue` or to run loops (`loop`); fails when already scheduled
     /// on a queue, or on run loops when `queue` is given.
-    func schedule(queue: DispatchQueue?, loop: (RunLoop, RunLoop.Mode)?) -> Bool {
+    package func schedule(queue: CalloutQueue?, loop: (CFRunLoop, CFString)?) -> Bool {
         let id = Runtime.newID()
         // The system holds this reference while it is scheduled, as Apple's does: through
         // `hold`, which unscheduling empties at once (the runtime lets the subscription go
@@ -67,7 +68,7 @@ extension SCNetworkReachability {
 
     /// Stops delivering. With `loop`, only to that run loop and mode (the reference stays
     /// scheduled while another remains). Returns once no callback runs on another thread.
-    func unschedule(queue: Bool, loop: (RunLoop, RunLoop.Mode)?) -> Bool {
+    package func unschedule(queue: Bool, loop: (CFRunLoop, CFString)?) -> Bool {
         let ended: Subscription?? = withState { state in
             guard let subscription = state.subscription, (state.queue != nil) == queue else { return nil }
             if let loop {
@@ -95,7 +96,7 @@ extension SCNetworkReachability {
     /// queue or run loop. Unknown (`nil`: the daemon left, a lookup in flight) is no answer.
     private func received(_ flags: SCNetworkReachabilityFlags?, subscription id: Int) {
         guard let flags else { return }
-        let target: (DispatchQueue?, ScheduledLoop?)? = withState { state in
+        let target: (CalloutQueue?, ScheduledLoop?)? = withState { state in
             guard state.subscription?.id == id, state.callouts.received(flags) else { return nil }
             return (state.queue, state.runLoops.first)
         }
@@ -103,9 +104,9 @@ extension SCNetworkReachability {
         case (let queue?, _)?:
             queue.async { self.perform(flags, subscription: id) }
         case (nil, let scheduled?)?:
-            // A timer due now: adding it wakes the run loop, which runs it in that mode.
-            let timer = Timer(timeInterval: 0, repeats: false) { _ in self.perform(flags, subscription: id) }
-            scheduled.loop.add(timer, forMode: scheduled.mode)
+            // A block for that run loop in that mode; waking it runs the block there.
+            CFRunLoopPerformBlock(scheduled.loop, scheduled.mode) { self.perform(flags, subscription: id) }
+            CFRunLoopWakeUp(scheduled.loop)
         default:
             break
         }

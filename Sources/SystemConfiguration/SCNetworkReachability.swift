@@ -1,3 +1,4 @@
+import CoreFoundation
 import Dispatch
 import Foundation
 import Glibc
@@ -42,9 +43,8 @@ public struct SCNetworkReachabilityContext {
     public var retain: (@convention(c) (UnsafeRawPointer) -> UnsafeRawPointer)?
     /// Drops a reference `retain` took.
     public var release: (@convention(c) (UnsafeRawPointer) -> Void)?
-    /// A description of `info`. A Swift function here (Apple's is a C function): a
-    /// function returning `Unmanaged<CFString>` cannot be `@convention(c)` on Linux.
-    public var copyDescription: ((UnsafeRawPointer) -> Unmanaged<CFString>)?
+    /// A description of `info`.
+    public var copyDescription: (@convention(c) (UnsafeRawPointer) -> Unmanaged<CFString>)?
 
     public init() {
         self.init(version: 0, info: nil, retain: nil, release: nil, copyDescription: nil)
@@ -53,7 +53,7 @@ public struct SCNetworkReachabilityContext {
     public init(version: CFIndex, info: UnsafeMutableRawPointer?,
                 retain: (@convention(c) (UnsafeRawPointer) -> UnsafeRawPointer)?,
                 release: (@convention(c) (UnsafeRawPointer) -> Void)?,
-                copyDescription: ((UnsafeRawPointer) -> Unmanaged<CFString>)?) {
+                copyDescription: (@convention(c) (UnsafeRawPointer) -> Unmanaged<CFString>)?) {
         self.version = version
         self.info = info
         self.retain = retain
@@ -70,7 +70,11 @@ public struct SCNetworkReachabilityContext {
 /// While scheduled (on a dispatch queue or a run loop) the system holds a
 /// reference to it, as Apple's does: it keeps calling back until unscheduled,
 /// even if its creator dropped it.
-public final class SCNetworkReachability: Sendable, CustomStringConvertible {
+///
+/// An `NSObject`, which on Linux is a Core Foundation object: the C functions hand it
+/// out as the `SCNetworkReachabilityRef` on which `CFRetain`, `CFRelease`,
+/// `CFGetTypeID` and `CFCopyDescription` work, as on Apple's platforms.
+public final class SCNetworkReachability: NSObject, Sendable {
     /// What the runtime watches for it.
     let key: FeedKey
     /// A name target (owes a callback once scheduled; read unscheduled without a lookup).
@@ -89,7 +93,7 @@ public final class SCNetworkReachability: Sendable, CustomStringConvertible {
         var callback: SCNetworkReachabilityCallBack?
         /// The context as set; `info` is the pointer `retain` returned.
         var context = Context(SCNetworkReachabilityContext())
-        var queue: DispatchQueue?
+        var queue: CalloutQueue?
         var runLoops: [ScheduledLoop] = []
         /// The runtime's subscription while scheduled.
         var subscription: Subscription?
@@ -117,20 +121,48 @@ public final class SCNetworkReachability: Sendable, CustomStringConvertible {
         }
     }
 
-    /// A run loop and mode the reference is scheduled in. `@unchecked Sendable`, proved:
-    /// off the run loop's own thread only `add(_:forMode:)` is called on it, which is
-    /// thread-safe (Core Foundation's `CFRunLoopAddTimer` takes the run loop's lock),
-    /// and the identity comparison reads nothing of it.
-    struct ScheduledLoop: @unchecked Sendable {
-        let loop: RunLoop
-        let mode: RunLoop.Mode
-        func isSame(_ other: (RunLoop, RunLoop.Mode)) -> Bool { loop === other.0 && mode == other.1 }
+    /// The dispatch queue a reference is scheduled on: a Swift `DispatchQueue`, or for the
+    /// C functions a C `dispatch_queue_t` (which has no Swift `DispatchQueue` to stand for
+    /// it on Linux); `async` hands it a callback, and is let go when unscheduled.
+    package struct CalloutQueue: Sendable {
+        let async: @Sendable (@escaping @Sendable () -> Void) -> Void
+        package init(async: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) { self.async = async }
+        init(_ queue: DispatchQueue) { async = { queue.async(execute: $0) } }
+    }
+
+    /// A Core Foundation run loop and mode the reference is scheduled in, with a run loop
+    /// source of its own in that mode while it is: as with Apple's, a run loop that has
+    /// nothing else keeps running (`CFRunLoopRun()` does not return) while a reference is
+    /// scheduled on it. The callbacks themselves are blocks performed there. `@unchecked
+    /// Sendable`, proved: off the run loop's own thread only thread-safe Core Foundation
+    /// calls are made (`CFRunLoopAddSource`, `CFRunLoopPerformBlock`, `CFRunLoopWakeUp`,
+    /// `CFRunLoopSourceInvalidate` take the run loop's lock), and nothing here changes.
+    final class ScheduledLoop: @unchecked Sendable {
+        let loop: CFRunLoop
+        let mode: CFString
+        private let source: CFRunLoopSource
+
+        init(loop: CFRunLoop, mode: CFString) {
+            self.loop = loop
+            self.mode = mode
+            var context = CFRunLoopSourceContext(
+                version: 0, info: nil, retain: nil, release: nil, copyDescription: nil, equal: nil, hash: nil,
+                schedule: nil, cancel: nil, perform: { _ in })
+            source = CFRunLoopSourceCreate(nil, 0, &context)
+            CFRunLoopAddSource(loop, source, mode)
+        }
+
+        /// Taken off the run loop when the reference is unscheduled from it.
+        deinit { CFRunLoopSourceInvalidate(source) }
+
+        func isSame(_ other: (CFRunLoop, CFString)) -> Bool { loop === other.0 && CFEqual(mode, other.1) }
     }
 
     init(key: FeedKey, isName: Bool, name: String) {
         self.key = key
         self.isName = isName
         self.name = name
+        super.init()
     }
 
     deinit {
@@ -138,7 +170,7 @@ public final class SCNetworkReachability: Sendable, CustomStringConvertible {
         if let release = context.release, let info = context.info { release(info) }
     }
 
-    public var description: String {
+    public override var description: String {
         let target = isName ? "name = \(name)" : "address = \(name.isEmpty ? "0.0.0.0" : name)"
         return "<SCNetworkReachability \(Unmanaged.passUnretained(self).toOpaque())> {\(target)}"
     }

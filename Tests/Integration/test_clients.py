@@ -352,6 +352,11 @@ def test_reachctl_watch_sees_a_flap_as_two_lines(nm_lab, clients):
 # -- the library -------------------------------------------------------------------------------------------
 
 
+# The first line a listener prints for a host on the lab's uplink: its status at startListening,
+# with the flags read in the listener (the internet's until the host's own answer has come).
+AT_START = ("status reachable-ethernetOrWiFi flags 2", "status reachable-ethernetOrWiFi flags 20002")
+
+
 def test_library_listener_release_and_daemon_return(nm_lab, clients):
     lab = start_kernel_daemon(nm_lab)
     host_path = path_of("host", SOMEHOST[0])
@@ -360,7 +365,10 @@ def test_library_listener_release_and_daemon_return(nm_lab, clients):
         recorder.sync()
         app = clients(lab, [BIN / "reachability-example", "--daemon", SOMEHOST[0]], "example")
         assert app.next_line("the mode") == "mode daemon"
-        assert app.next_line("the current status") == "status reachable-ethernetOrWiFi flags 20002"
+        # Called at startListening with the flags the manager has (Alamofire 5): the host's,
+        # read without a lookup, are the internet's (2); its own answer (20002) then has the
+        # same status and is not told again.
+        assert app.next_line("the current status") in AT_START, app.lines
         assert host_path in host_objects(lab)
 
         lab.set_carrier(False)
@@ -389,8 +397,7 @@ def test_library_listener_release_and_daemon_return(nm_lab, clients):
         harness.wait_until(lambda: host_path not in host_objects(lab), CHANGE_TIMEOUT,
                            "the host target released after stopListening", lambda: str(host_objects(lab)))
         app.send("start")
-        assert app.next_line("the status after startListening again") == \
-            "status reachable-ethernetOrWiFi flags 20002"
+        assert app.next_line("the status after startListening again") in AT_START, app.lines
 
         # The daemon leaves: unknown; it comes back: the target is watched again and updates resume.
         daemon = lab.daemons[-1]
@@ -420,6 +427,10 @@ def test_library_in_process_gives_the_daemons_answers(nm_lab, clients):
             app.next_line("the mode")
             answers.append(app.next_line(f"the first status of {target or 'the internet'} ({mode})"))
             app.send("exit")
+        if target in (SOMEHOST[0], ROUTED[0], MISSING):
+            # A name's first call is its status at startListening (Alamofire 5), from the flags
+            # read without a lookup; the flags the listener then reads may already be its own.
+            answers = [answer.split(" flags ")[0] for answer in answers]
         assert answers[0] == answers[1], f"{target}: daemon {answers[0]!r}, in-process {answers[1]!r}"
 
 

@@ -145,16 +145,65 @@ struct MonitorTests {
         #expect(feed.subscriberCount == 0)
     }
 
-    @Test("a monitor that goes away gives its subscription back")
-    func deinitUnsubscribes() {
+    // Apple's documentation: a monitor delivers until `cancel()`, which "cancels the
+    // path monitor and stops its update handler" — started, it does not depend on the
+    // caller's reference (code keeps one only in a `weak var`).
+    @Test("a started monitor kept only weakly delivers until cancelled, then is freed")
+    func weaklyHeldMonitor() {
         let feed = FakeFeed()
+        let recorder = Recorder()
+        let queue = DispatchQueue(label: "monitor")
+        weak var monitor: NWPathMonitor?
         do {
-            let monitor = NWPathMonitor(.any, source: feed.source)
-            monitor.start(queue: DispatchQueue(label: "monitor"))
-            #expect(feed.subscriberCount == 1)
+            let strong = NWPathMonitor(.any, source: feed.source)
+            strong.pathUpdateHandler = { recorder.record($0) }
+            strong.start(queue: queue)
+            monitor = strong
         }
+        #expect(monitor != nil, "a started monitor must outlive its caller's last strong reference")
+        feed.send(wired)
+        drain(queue)
+        feed.send(both)
+        drain(queue)
+        #expect(recorder.all.map(\.availableInterfaces.count) == [1, 2])
+        monitor?.cancel()
         #expect(feed.subscriberCount == 0)
-        #expect(feed.unsubscribed.count == 1)
+        drain(queue)
+        #expect(monitor == nil, "a cancelled monitor no one holds must be freed")
+        feed.send(wired)
+        drain(queue)
+        #expect(recorder.all.count == 2)
+    }
+
+    @Test("a monitor never started is freed with its last reference, holding no subscription")
+    func unstartedMonitorGoesAway() {
+        let feed = FakeFeed()
+        weak var monitor: NWPathMonitor?
+        do {
+            let strong = NWPathMonitor(.any, source: feed.source)
+            monitor = strong
+        }
+        #expect(monitor == nil)
+        #expect(feed.subscriberCount == 0)
+    }
+
+    @Test("debugDescription names the monitor's state and path; a monitor's path has no endpoints")
+    func descriptions() {
+        let feed = FakeFeed()
+        feed.send(wired)
+        let monitor = NWPathMonitor(.any, source: feed.source)
+        #expect(monitor.debugDescription.contains("not started"))
+        let queue = DispatchQueue(label: "monitor")
+        monitor.start(queue: queue)
+        drain(queue)
+        #expect(monitor.debugDescription.contains(", started,"))
+        #expect(monitor.debugDescription.contains("eth0"))
+        let path = monitor.currentPath
+        #expect(path.debugDescription.hasPrefix("satisfied"))
+        #expect(path.localEndpoint == nil)
+        #expect(path.remoteEndpoint == nil)
+        monitor.cancel()
+        #expect(monitor.debugDescription.contains("cancelled"))
     }
 
     @Test("the handler set after start still gets the first path")

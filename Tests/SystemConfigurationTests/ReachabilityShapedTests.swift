@@ -202,7 +202,7 @@ final class ReachabilityShapedTests: XCTestCase {
                     Unmanaged<Probe>.fromOpaque(info).release()
                     released.signal()
                 },
-                copyDescription: { _ in Unmanaged.passRetained("a counted probe" as CFString) })
+                copyDescription: { _ in Unmanaged.passRetained(CFStringCreateWithCString(nil, "a counted probe", CFStringBuiltInEncodings.UTF8.rawValue)) })
             XCTAssertTrue(SCNetworkReachabilitySetCallback(reference, { _, _, info in
                 Unmanaged<Probe>.fromOpaque(info!).takeUnretainedValue().entered.signal()
             }, &context))
