@@ -110,10 +110,11 @@ extension DaemonBackend {
         if owner.isEmpty { scheduleRestart() }
     }
 
-    /// The next attempt to start the service again, after its wait.
-    func scheduleRestart() {
+    /// The next attempt, after its wait (`capped`: the longest, as for a bus that cannot start
+    /// the service yet).
+    func scheduleRestart(capped: Bool = false) {
         guard restartTimer == nil, owner.isEmpty, !isDisconnected, isHolding else { return }
-        let fast = restartAttempts < Self.restartAttemptsMax && outageAttempts < 16
+        let fast = !capped && restartAttempts < Self.restartAttemptsMax && outageAttempts < 16
         let wait = fast ? min(Self.restartFirstWait << UInt32(outageAttempts), Self.restartCap) : Self.restartCap
         restartTimer = Sources.after(milliseconds: wait) { [weak self] in self?.startServiceAgain() }
     }
@@ -145,7 +146,7 @@ extension DaemonBackend {
                         (asking again every \(Self.restartCap / 1000) s)
                         """)
                 }
-                return self.scheduleRestart()
+                return self.scheduleRestart(capped: true)
             }
             self.saidNotActivatable = false
             self.restartAttempts += 1
