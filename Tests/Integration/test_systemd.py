@@ -387,3 +387,96 @@ def test_doctor_names_why_the_start_failed(request, deb, broker_deb, bus):  # py
     assert "reachtest: cannot start" in text, text
     assert "install" not in text.split("activatable", 1)[1], text
     assert took < 15, f"doctor took {took:.1f} s"
+
+
+# --- units that follow the network (the build under test, not the package) ------------
+
+FOLLOWING = ["reachabilityd-units.service", "reachability-online.target", "reachability-unmetered.target"]
+
+
+def build_box(request, units) -> ct.Container:
+    """A container on dbus-daemon with the debug build installed (``container.install_build``)."""
+    box = boot(request, "dbus-daemon", None)
+    ct.install_build(box, harness.daemon_binary().parent, units)
+    return box
+
+
+def active_state(box: ct.Container, unit: str) -> str:
+    return unit_property(box, unit, "ActiveState")
+
+
+def wait_state(box: ct.Container, unit: str, state: str, what: str, timeout: float = 20) -> float:
+    """Waits (bounded; systemd's state is read, no signal says it here) for ``unit`` to be in
+    ``state``; returns when it was seen (monotonic)."""
+    harness.wait_until(lambda: active_state(box, unit) == state, timeout, f"{unit} {state}: {what}",
+                       lambda: box.run(["systemctl", "status", "--no-pager", unit], check=False).stdout
+                       + box.run(["journalctl", "--no-pager", "-n", "30"], check=False).stdout, poll=0.1)
+    return time.monotonic()
+
+
+def test_a_unit_after_reachability_wait_starts_once_the_host_is_reachable(request):
+    box = build_box(request, ["reachability-wait@.service"])
+    box.sh("echo '192.0.2.1 gateway.reach.test' >> /etc/hosts")
+    wait_unit = "reachability-wait@gateway.reach.test.service"
+    box.path("/etc/systemd/system/after-wait.service").write_text(
+        f"[Unit]\nWants={wait_unit}\nAfter={wait_unit}\n[Service]\nType=oneshot\nRemainAfterExit=yes\n"
+        "ExecStart=/bin/sh -c 'reachctl --daemon query gateway.reach.test > /run/after-wait.txt; "
+        "echo exit $? >> /run/after-wait.txt'\n")
+    box.run(["systemctl", "daemon-reload"])
+    box.run(["systemctl", "start", "--no-block", "after-wait.service"])
+    # No uplink yet: the wait waits (reachctl wait runs, through the daemon the call started).
+    wait_state(box, wait_unit, "activating", "waiting while 192.0.2.1 has no route")
+    harness.wait_until(lambda: active_state(box, "reachabilityd.service") == "active", 20,
+                       "the daemon started by the wait's call", poll=0.1)
+    assert active_state(box, "after-wait.service") == "inactive"
+    add_uplink(box)
+    wait_state(box, wait_unit, "active", "reached once the uplink is there")
+    wait_state(box, "after-wait.service", "active", "started after the wait")
+    report = box.run(["cat", "/run/after-wait.txt"]).stdout
+    assert report.splitlines()[-1] == "exit 0", f"the unit after the wait did not find the host reachable:\n{report}"
+    verify = box.run(["systemd-analyze", "verify", wait_unit], check=False)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+def test_online_target_follows_the_internet_with_its_debounce(request):
+    box = build_box(request, FOLLOWING)
+    box.path("/etc/systemd/system/bound.service").write_text(
+        "[Unit]\nBindsTo=reachability-online.target\nAfter=reachability-online.target\n"
+        "[Service]\nExecStart=/bin/sleep infinity\n[Install]\nWantedBy=reachability-online.target\n")
+    box.run(["systemctl", "daemon-reload"])
+    box.run(["systemctl", "enable", "bound.service"])
+    box.run(["systemctl", "enable", "--now", "reachabilityd-units.service"])
+    # Offline (only lo): the helper says so and stops (nothing runs).
+    harness.wait_until(lambda: "stopping it" in box.run(["journalctl", "--no-pager", "-u",
+                                                          "reachabilityd-units.service"]).stdout,
+                       20, "the helper's first answer", poll=0.2)
+    assert active_state(box, "reachability-online.target") == "inactive"
+    up = time.monotonic()
+    add_uplink(box)
+    started = wait_state(box, "reachability-online.target", "active", "online once the uplink is there")
+    assert started - up < 3.0, f"reachability-online.target started {started - up:.1f} s after the uplink"
+    wait_state(box, "bound.service", "active", "started with the target (WantedBy=)")
+    wait_state(box, "reachability-unmetered.target", "active", "the kernel backend is never metered")
+    # A blink shorter than the delay (2 s) stops nothing.
+    entered = unit_property(box, "reachability-online.target", "ActiveEnterTimestampMonotonic")
+    box.run(["ip", "link", "set", "up1", "down"])
+    box.run(["ip", "link", "set", "up1", "up"])
+    deadline = time.monotonic() + 3.0
+    while time.monotonic() < deadline:
+        assert active_state(box, "reachability-online.target") == "active", "stopped by a blink"
+        time.sleep(0.2)
+    assert unit_property(box, "reachability-online.target", "ActiveEnterTimestampMonotonic") == entered
+    # A carrier loss that lasts: stopped after the delay, and what is bound to it with it.
+    lost = time.monotonic()
+    box.run(["ip", "link", "set", "up1", "down"])
+    stopped = wait_state(box, "reachability-online.target", "inactive", "stopped after the carrier loss")
+    assert 1.5 <= stopped - lost < 2.0 + 2.0, f"stopped {stopped - lost:.1f} s after the carrier loss (delay 2 s)"
+    wait_state(box, "bound.service", "inactive", "BindsTo= stops it with the target", timeout=5)
+    wait_state(box, "reachability-unmetered.target", "inactive", "not reachable: not unmetered either", timeout=5)
+    # Back: both targets again, and the bound unit.
+    box.run(["ip", "link", "set", "up1", "up"])
+    wait_state(box, "reachability-online.target", "active", "online again")
+    wait_state(box, "bound.service", "active", "started again with the target")
+    security = box.run(["systemd-analyze", "security", "--no-pager", "reachabilityd-units.service"]).stdout
+    (OUT / "security-units.txt").parent.mkdir(parents=True, exist_ok=True)
+    (OUT / "security-units.txt").write_text(security)
