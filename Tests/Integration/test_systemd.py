@@ -480,3 +480,51 @@ def test_online_target_follows_the_internet_with_its_debounce(request):
     security = box.run(["systemd-analyze", "security", "--no-pager", "reachabilityd-units.service"]).stdout
     (OUT / "security-units.txt").parent.mkdir(parents=True, exist_ok=True)
     (OUT / "security-units.txt").write_text(security)
+
+
+def networkmanager_uplink(box: ct.Container) -> None:
+    """A veth pair inside the container whose inner end NetworkManager manages with a static
+    profile (192.0.2.10/24 via 192.0.2.1, no IPv6, no connectivity check), connected."""
+    box.sh("mkdir -p /etc/NetworkManager/conf.d /etc/NetworkManager/system-connections; "
+           "printf '[main]\\nno-auto-default=*\\n[keyfile]\\nunmanaged-devices=interface-name:up1\\n"
+           "[connectivity]\\nenabled=false\\n' > /etc/NetworkManager/conf.d/90-test-uplink.conf; "
+           "printf '[connection]\\nid=reach-up0\\ntype=ethernet\\ninterface-name=up0\\n"
+           "[ipv4]\\nmethod=manual\\naddress1=192.0.2.10/24,192.0.2.1\\n[ipv6]\\nmethod=ignore\\n' "
+           "> /etc/NetworkManager/system-connections/reach-up0.nmconnection; "
+           "chmod 600 /etc/NetworkManager/system-connections/reach-up0.nmconnection; "
+           "ip link add up0 type veth peer name up1; ip link set up1 up; "
+           "systemctl restart NetworkManager.service; nmcli connection reload")
+    # Whatever profile NetworkManager chose by itself (the machine's own may match any Ethernet).
+    box.run(["nmcli", "connection", "up", "reach-up0", "ifname", "up0"], timeout=60)
+    harness.wait_until(lambda: box.run(["nmcli", "-g", "GENERAL.STATE", "device", "show", "up0"],
+                                       check=False).stdout.startswith("100"),
+                       30, "NetworkManager connected on up0",
+                       lambda: box.run(["nmcli", "device"], check=False).stdout, poll=0.2)
+
+
+def test_a_backup_bound_to_the_unmetered_target_stops_on_a_metered_link(request):
+    box = build_box(request, FOLLOWING)
+    networkmanager_uplink(box)
+    box.path("/etc/systemd/system/backup.service").write_text(
+        "[Unit]\nBindsTo=reachability-unmetered.target\nAfter=reachability-unmetered.target\n"
+        "[Service]\nExecStart=/bin/sleep infinity\n[Install]\nWantedBy=reachability-unmetered.target\n")
+    box.run(["systemctl", "daemon-reload"])
+    box.run(["systemctl", "enable", "backup.service"])
+    box.run(["systemctl", "enable", "--now", "reachabilityd-units.service"])
+    wait_state(box, "reachability-unmetered.target", "active", "NetworkManager's link, not metered")
+    wait_state(box, "backup.service", "active", "the backup started with the target")
+    assert json.loads(box.run(["reachctl", "--daemon", "--json", "status"]).stdout)["metered"] is False
+
+    def metered(value: str) -> float:
+        box.run(["nmcli", "connection", "modify", "reach-up0", "connection.metered", value])
+        box.run(["nmcli", "device", "reapply", "up0"])
+        return time.monotonic()
+
+    turned = metered("yes")
+    stopped = wait_state(box, "reachability-unmetered.target", "inactive", "the link turned metered")
+    assert stopped - turned < 2.0 + 3.0, f"stopped {stopped - turned:.1f} s after metered yes (delay 2 s)"
+    wait_state(box, "backup.service", "inactive", "BindsTo= stopped the backup", timeout=5)
+    assert active_state(box, "reachability-online.target") == "active", "metered is still online"
+    metered("no")
+    wait_state(box, "reachability-unmetered.target", "active", "not metered again")
+    wait_state(box, "backup.service", "active", "the backup started again")
