@@ -528,3 +528,76 @@ def test_a_backup_bound_to_the_unmetered_target_stops_on_a_metered_link(request)
     metered("no")
     wait_state(box, "reachability-unmetered.target", "active", "not metered again")
     wait_state(box, "backup.service", "active", "the backup started again")
+
+
+# --- a restarted service announces itself; clients never give up (the build under test) ---
+
+
+def readme_applet(box: ct.Container) -> str:
+    """The README's applet, verbatim, where every user can run it; returns its path inside."""
+    text = (REPO / "README.md").read_text()
+    section = text.split("### A panel applet", 1)[1]
+    [snippet] = re.findall(r"```python\n(.*?)```", section.split("\n## ", 1)[0], re.S)
+    box.path("/usr/local/share/applet.py").write_text(snippet)
+    return "/usr/local/share/applet.py"
+
+
+def test_the_readme_applet_hears_systemctl_restart(request):
+    box = build_box(request, [])
+    add_uplink(box)
+    applet = box.popen(["python3", readme_applet(box)], user="reachabilityd-metrics", stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL)
+    request.addfinalizer(lambda: box.stop(applet))
+    lines = Lines(applet)
+    lines.wait_for(lambda line: line == "online 0x2", "the applet's first line (its call started the service)", 20)
+    for carrier, expected in (("down", "offline 0x0"), ("up", "online 0x2")):
+        box.run(["systemctl", "stop", "reachabilityd.service"])
+        box.run(["ip", "link", "set", "up1", carrier])  # changed while no daemon runs
+        restarted = time.monotonic()
+        box.run(["systemctl", "start", "reachabilityd.service"])
+        lines.wait_for(lambda line, e=expected: line == e, f"the applet after the restart (carrier {carrier})",
+                       timeout=max(2.0 - (time.monotonic() - restarted), 0.01))
+    # And systemctl restart itself, nothing changed: the same state, said again.
+    box.run(["systemctl", "restart", "reachabilityd.service"])
+    lines.wait_for(lambda line: line == "online 0x2", "the applet after systemctl restart", timeout=2.0)
+
+
+def test_watchers_come_back_after_mask_and_unmask_within_the_cap(request):
+    """Masked past the clients' fast attempts (about 31 s), then unmasked: reachctl watch and the
+    library show the truth again within the cap (30 s), with no other call starting the service."""
+    box = build_box(request, [])
+    add_uplink(box)
+    example = example_binary()
+    logs = harness.short_tmpdir("reach-mask-")
+    request.addfinalizer(lambda: shutil.rmtree(logs, ignore_errors=True))
+    environment = ["env", "REACHABILITY_DEBUG=1"]
+    with open(logs / "watch.log", "wb") as watch_log, open(logs / "example.log", "wb") as example_log:
+        watch = box.popen([*environment, "reachctl", "--daemon", "--json", "watch"], stdout=subprocess.PIPE,
+                          stderr=watch_log)
+        listener = box.popen([*environment, str(example), "--daemon"], stdout=subprocess.PIPE,
+                             stdin=subprocess.PIPE, stderr=example_log)
+    request.addfinalizer(lambda: (box.stop(watch), box.stop(listener)))
+    watch_lines, listener_lines = Lines(watch), Lines(listener)
+
+    def watch_status(status):
+        return lambda line: line.startswith("{") and json.loads(line).get("status") == status
+
+    def listener_status(word):
+        return lambda line: line.startswith(f"status {word} ")
+
+    watch_lines.wait_for(watch_status(2), "reachctl watch: Status 2", timeout=20)
+    listener_lines.wait_for(listener_status("reachable-ethernetOrWiFi"), "the library: reachable", timeout=20)
+    box.run(["systemctl", "mask", "reachabilityd.service"])
+    box.run(["systemctl", "stop", "reachabilityd.service"])
+    watch_lines.wait_for(watch_status(-1), "reachctl watch: Unknown", timeout=5)
+    listener_lines.wait_for(listener_status("unknown"), "the library: unknown", timeout=5)
+    spent = "could not be started again (6 attempts)"
+    for name in ("watch.log", "example.log"):
+        harness.wait_until(lambda n=name: spent in (logs / n).read_text(errors="replace"), 60,
+                           f"{name}: the fast attempts spent", lambda n=name: harness.tail(logs / n, 20), poll=0.5)
+    box.run(["systemctl", "unmask", "reachabilityd.service"])
+    unmasked = time.monotonic()
+    watch_lines.wait_for(watch_status(2), "reachctl watch: Status 2 again within the cap", timeout=30 + 5)
+    listener_lines.wait_for(listener_status("reachable-ethernetOrWiFi"), "the library: reachable again",
+                            timeout=max(30 + 5 - (time.monotonic() - unmasked), 0.01))
+    assert active_state(box, "reachabilityd.service") == "active"
