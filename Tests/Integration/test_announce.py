@@ -11,7 +11,7 @@
   internet while the bus cannot start the service for longer than their six fast attempts
   (the activation file runs a missing program); once the file is fixed, they start it at
   their capped interval (``REACHABILITY_RESTART_CAP``, 2 s here instead of 30 s) and show the
-  truth again.
+  truth again. A client that stops listening (it holds nothing) asks nothing and never wakes.
 """
 
 import os
@@ -103,12 +103,22 @@ def test_clients_never_give_up_while_they_hold_something(activation_lab, clients
         harness.wait_until(lambda c=client: "(attempt 8," in c.log.read_text(errors="replace"), 20,
                            f"{client.log.name}: an attempt after the fast ones",
                            lambda c=client: harness.tail(c.log, 30))
-    # Fixed (reinstalled, unmasked): within the cap, both show the truth again.
+    # The library stops listening: it holds nothing, so it asks nothing and never wakes (three caps).
+    app.send("stop")
+    assert app.next_line("the library stopped") == "stopped", app.lines
+    attempts = app.log.read_text(errors="replace").count("starting " + SERVICE)
+    harness.idle_wakeups(app.popen.pid, 1.0)  # the release itself settles
+    woken = sum(harness.idle_wakeups(app.popen.pid, 6.0).values())
+    assert app.log.read_text(errors="replace").count("starting " + SERVICE) == attempts, \
+        f"an attempt while nothing is held:\n{harness.tail(app.log, 10)}"
+    assert woken <= 1, f"the library woke {woken} times in 6 s while it held nothing"
+    # Fixed (reinstalled, unmasked): within the cap, reachctl watch shows the truth again.
     (lab.servicedir / f"{SERVICE}.service").write_text(good)
     lab.client.call(harness.DBUS_NAME, harness.DBUS_PATH, harness.DBUS_NAME, "ReloadConfig")
     fixed = time.monotonic()
     assert "Reachable status=2" in watcher.next_line("reachctl watch, the service back", timeout=15), watcher.lines
-    assert app.next_line("the library, the service back", timeout=15) == CONNECTED_LINE, app.lines
     took = time.monotonic() - fixed
     assert took < 2.0 + 5.0, f"the truth again {took:.1f} s after the fix (cap 2 s)"
     daemon.owner_pid(lab.client)
+    app.send("start")
+    assert app.next_line("the library listening again") == CONNECTED_LINE, app.lines

@@ -60,6 +60,9 @@ def test_wait_returns_at_once_when_reached_and_after_the_timeout_with_the_reason
     assert seconds < 2.0, f"reachctl wait took {seconds:.2f} s while the internet was reachable"
     assert run_wait(kernel_lab, "-4", "--timeout", "5")[0] == 0
     assert run_wait(kernel_lab, "127.0.0.1", "0.0.0.0")[0] == 0
+    # In-process (the same engine, no daemon asked): the same answer.
+    status, _, err, _ = run_wait(kernel_lab, "--no-daemon", "--timeout", "10")
+    assert status == 0 and "evaluating in this process" in err, (status, err)
 
     # IPv6: the kernel lab has none; 1 after the timeout, the reason on standard error.
     status, out, err, seconds = run_wait(kernel_lab, "-6", "--timeout", "1")
@@ -81,6 +84,8 @@ def test_wait_returns_at_once_when_reached_and_after_the_timeout_with_the_reason
     assert reason, state.recorder.describe()
     assert lines == [f"reachctl: internet: not reached within 1.5 s: {reason}"
                      + (f" ({state.recorder.props['Error']})" if state.recorder.props["Error"] else "")], err
+    status, _, err, _ = run_wait(kernel_lab, "--no-daemon", "--timeout", "1")
+    assert status == 1 and "internet: not reached within 1 s: no-carrier" in err, err
     # -q: the status only.
     status, out, err, _ = run_wait(kernel_lab, "-q", "--timeout", "1")
     assert (status, out, err) == (1, "", ""), (status, out, err)
