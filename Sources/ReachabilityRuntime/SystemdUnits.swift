@@ -4,7 +4,7 @@ import ReachabilityLoop
 
 /// systemd's D-Bus API as `reachctl follow-units` uses it: `StartUnit` and `StopUnit`
 /// (mode `replace`) on `org.freedesktop.systemd1`, over the library's own connection to
-/// the system bus. systemd lets root (with `CAP_SYS_ADMIN`) do it, or whom polkit allows.
+/// the system bus. systemd lets root do it (no capability needed), or whom polkit allows.
 package enum SystemdUnits {
     static let name = "org.freedesktop.systemd1"
     static let path = ObjectPath("/org/freedesktop/systemd1")

@@ -480,6 +480,11 @@ def test_online_target_follows_the_internet_with_its_debounce(request):
     security = box.run(["systemd-analyze", "security", "--no-pager", "reachabilityd-units.service"]).stdout
     (OUT / "security-units.txt").parent.mkdir(parents=True, exist_ok=True)
     (OUT / "security-units.txt").write_text(security)
+    exposure = float(re.search(r"Overall exposure level for reachabilityd-units.service: ([0-9.]+)", security)[1])
+    assert exposure <= 1.5, security
+    assert unit_property(box, "reachabilityd-units.service", "CapabilityBoundingSet") == ""
+    verify = box.run(["systemd-analyze", "verify", *FOLLOWING], check=False)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
 
 
 def networkmanager_uplink(box: ct.Container) -> None:
