@@ -61,10 +61,12 @@ struct FollowUnits: AsyncParsableCommand {
         }
 
         func changed(to new: ReachabilityState) {
+            // Nothing is decided before the first answer (Unknown then is no news about the network).
             let first = state.withLock { state in
-                defer { state.latest = new }
+                defer { if state.latest != nil || new.flags != nil { state.latest = new } }
                 return state.latest == nil
             }
+            if first && new.flags == nil { return }
             if first {
                 // What ran before this helper started (or before it was restarted) may be stale:
                 // a target whose condition fails now is stopped at once.
