@@ -64,6 +64,7 @@ struct Wait: AsyncParsableCommand {
 
     func run() async throws {
         let texts: [String?] = targets.isEmpty ? [nil] : targets
+        if quiet { Output.silenceNotes() }
         let managers = try texts.map { text throws(ReachabilityError) in
             try options.manager(for: text, command: "wait")
         }

@@ -86,8 +86,10 @@ def test_wait_returns_at_once_when_reached_and_after_the_timeout_with_the_reason
                      + (f" ({state.recorder.props['Error']})" if state.recorder.props["Error"] else "")], err
     status, _, err, _ = run_wait(kernel_lab, "--no-daemon", "--timeout", "1")
     assert status == 1 and "internet: not reached within 1 s: no-carrier" in err, err
-    # -q: the status only.
+    # -q: the status only (in-process too).
     status, out, err, _ = run_wait(kernel_lab, "-q", "--timeout", "1")
+    assert (status, out, err) == (1, "", ""), (status, out, err)
+    status, out, err, _ = run_wait(kernel_lab, "-q", "--no-daemon", "--timeout", "1")
     assert (status, out, err) == (1, "", ""), (status, out, err)
     # --any: the local address is reachable; without it, only the internet is named.
     assert run_wait(kernel_lab, "--any", "--timeout", "5", "0.0.0.0", "127.0.0.1")[0] == 0
