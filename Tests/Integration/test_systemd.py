@@ -15,6 +15,9 @@ dbus-daemon and on dbus-broker as the system bus.
 * The service's life (issue "every client holds the current truth"): the
   first call after every stop gets the evaluated answer; ``systemctl stop``
   under a running ``reachctl watch`` and a library listener; ``SIGHUP``.
+* The package reinstalled, then removed and installed again, under the README's applet and a
+  ``reachctl watch``: the applet shows the new daemon's announcement (within 2 s of the
+  reinstall; within the clients' 30 s cap after remove and install).
 * The units that follow the network, the announcement and the clients that never give up,
   under a real systemd with the build under test: test_systemd_units.py.
 
@@ -402,3 +405,36 @@ def readme_applet(box: ct.Container) -> str:
     box.path("/usr/local/share/applet.py").write_text(snippet)
     return "/usr/local/share/applet.py"
 
+
+
+def test_applet_and_watchers_after_reinstall_and_remove_then_install(request, deb):  # pylint: disable=redefined-outer-name
+    """The package reinstalled (its prerm stops the daemon) under the README applet and a
+    reachctl watch: the watch starts the new daemon, whose announcement the applet shows
+    within 2 s. Then removed (nothing can start the service) and installed again: within
+    the cap (30 s) the watch has started it, and the applet shows it."""
+    box = boot(request, "dbus-daemon", None)
+    install_deb(box, deb)
+    add_uplink(box)
+    applet = box.popen(["python3", readme_applet(box)], user="reachabilityd-metrics", stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL)
+    watch = box.popen(["reachctl", "--daemon", "--json", "watch"], stdout=subprocess.PIPE,
+                      stderr=subprocess.DEVNULL)
+    request.addfinalizer(lambda: (box.stop(applet), box.stop(watch)))
+    applet_lines, watch_lines = Lines(applet), Lines(watch)
+
+    def watch_status(status):
+        return lambda line: line.startswith("{") and json.loads(line).get("status") == status
+
+    applet_lines.wait_for(lambda line: line == "online 0x2", "the applet's first line", 20)
+    watch_lines.wait_for(watch_status(2), "reachctl watch: Status 2", 20)
+    install_deb(box, deb)
+    reinstalled = time.monotonic()
+    applet_lines.wait_for(lambda line: line == "online 0x2", "the applet after the reinstall", timeout=2.0)
+    assert time.monotonic() - reinstalled <= 2.0
+    box.run(["dpkg", "-r", "reachabilityd"], timeout=120)
+    watch_lines.wait_for(watch_status(-1), "reachctl watch: Unknown once removed", 10)
+    install_deb(box, deb)
+    installed = time.monotonic()
+    applet_lines.wait_for(lambda line: line == "online 0x2", "the applet after remove and install", timeout=30 + 5)
+    watch_lines.wait_for(watch_status(2), "reachctl watch: Status 2 again",
+                         timeout=max(30 + 5 - (time.monotonic() - installed), 0.01))
