@@ -81,6 +81,7 @@ extension DaemonBackend {
             logger.debug("\(ServiceNames.busName) is on the system bus as \(owner)")
             ownedSince = now
             restartTimer = nil
+            saidNotActivatable = false
         }
         self.owner = owner
         if let watch = pathWatch {
