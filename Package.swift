@@ -102,7 +102,7 @@ let package = Package(
             dependencies: ["ReachabilityRuntime", "ReachabilityCore", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "reachctl",
-            dependencies: ["ReachabilitydClient", "ReachabilityCore",
+            dependencies: ["ReachabilitydClient", "ReachabilityCore", "ReachabilityRuntime",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // An application on the library (also driven by the integration tests).
         .executableTarget(name: "reachability-example", dependencies: ["ReachabilitydClient"]),

@@ -75,7 +75,9 @@ prefix=${prefix%/}
 
 service=io.github.reachabilityd.Reachability1
 # Every file installed, relative to the prefix (the man pages are added below).
-units=(reachabilityd.service reachabilityd-metrics-textfile.service)
+units=(reachabilityd.service reachabilityd-metrics-textfile.service
+       reachabilityd-units.service reachability-online.target reachability-unmetered.target
+       reachability-wait@.service)
 files=(libexec/reachabilityd bin/reachctl
        share/bash-completion/completions/reachctl share/zsh/vendor-completions/_reachctl
        share/fish/vendor_completions.d/reachctl.fish
@@ -104,7 +106,7 @@ gio_querymodules() {
 if $uninstall; then
     root=$destdir$prefix
     if [[ -z $destdir && -d /run/systemd/system ]]; then
-        systemctl stop "${units[@]}" 2>/dev/null || true
+        systemctl stop "${units[@]/reachability-wait@.service/reachability-wait@*.service}" 2>/dev/null || true
     fi
     for file in "${files[@]}"; do
         rm -fv "$root/$file"

@@ -12,6 +12,7 @@ Runs, each against the release build:
   P4     startup_bench.py (exec → name owned, ready before the name; the activated first call)
          kernel_flaps.py  (the kernel backend)
          path_handler_latency.py  (NWPathMonitor's handler, through the daemon and in-process)
+         wait_latency.py  (reachctl wait's exit after the carrier's return)
 Each script's own report is printed as it comes; the table at the end is read from those reports.
 """
 
@@ -77,6 +78,7 @@ def main():
     kernel = run([python, HERE / "kernel_flaps.py", "--flaps", "100" if options.quick else "1000"])
     handler = run([python, HERE / "path_handler_latency.py", "--flaps", "50" if options.quick else "200"])
     startup_runs = run([python, HERE / "startup_bench.py", "--runs", "10" if options.quick else "20"])
+    waits = run([python, HERE / "wait_latency.py", "--rounds", "10" if options.quick else "30"])
 
     rows = []
 
@@ -179,6 +181,11 @@ def main():
         if block:
             worst = max(map(float, re.findall(r"from the ip command.*?p99\s+([\d.]+)", block.group(0))))
             row(f"kernel backend: `ip {event}` command → StatusChanged, p99", "", f"{worst:.2f} ms", None)
+
+    wait50 = number(r"carrier's return.*?\n\s+p50\s+([\d.]+)", waits)
+    wait99 = number(r"carrier's return.*?\n\s+p50.*?p99\s+([\d.]+)", waits)
+    row("reachctl wait: exit after the carrier's return (p50 / p99)", "≤ 100 ms",
+        f"{wait50:.1f} / {wait99:.1f} ms" if wait99 is not None else "?", wait99 is not None and wait99 <= 100)
 
     load = os.getloadavg()
     print(f"\nmachine: {os.cpu_count()} cores, Linux {os.uname().release}; load average {load[0]:.2f} "

@@ -125,6 +125,10 @@ public final class ExportedObject {
     /// The same for the listeners of each user that sees a view of its own
     /// (`ViewedByUser`), until the user sees the shared values again.
     private var announcedToUser: [UserID: Fingerprint] = [:]
+    /// While set, changes are taken as told without being sent: a service that has not yet
+    /// taken its well-known name has nobody to tell (its clients listen by that name), and
+    /// says everything once it has (`announceEverything`).
+    public var isQuiet = false
 
     init(path: ObjectPath, interfaces: [BoundInterface], tree: ObjectTree, audience: ObjectAudience?) {
         self.path = path
@@ -175,6 +179,19 @@ public final class ExportedObject {
         publish(&announced, to: shared) { $0.value($1) }
     }
 
+    /// Announces every property of the interface named `interfaceName` as though each had
+    /// just changed — one `PropertiesChanged` with all of them, then the interface's
+    /// follow-up — to everybody: what a service says once it has taken its well-known name,
+    /// so that a client subscribed by that name learns the new instance's state without
+    /// asking. Only for an object everybody hears (no audience: its listeners are the bus's
+    /// match rules, and nobody is owed anything).
+    public func announceEverything(of interfaceName: String) {
+        guard audience == nil, let index = interfaces.firstIndex(where: { $0.name == interfaceName }) else { return }
+        let values = Self.values(of: interfaces) { $0.value($1) }
+        announced = Self.fingerprint(values)
+        announce([Change(interface: index, slots: Array(values[index].indices))], values: values, to: nil)
+    }
+
     private func seesOwnView(_ user: UserID) -> Bool {
         interfaces.contains { ($0.owner as? ViewedByUser).map { $0.view(for: user) !== $0 } ?? false }
     }
@@ -188,6 +205,7 @@ public final class ExportedObject {
         guard !changes.isEmpty else { return }
         let before = last
         last = Self.fingerprint(values)
+        guard !isQuiet else { return }
         guard let listeners else { return announce(changes, values: values, to: nil) }
         var current: [String] = []
         for listener in listeners {

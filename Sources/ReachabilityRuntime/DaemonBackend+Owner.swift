@@ -1,3 +1,4 @@
+import Glibc
 import Logging
 import ReachabilityBus
 import ReachabilityCore
@@ -6,20 +7,30 @@ import ReachabilityLoop
 /// The service's name on the bus, as the daemon client follows it: whether the daemon
 /// is there (which decides, once per process, whether answers come from it), and what
 /// happens when it leaves. A daemon that leaves makes every target unknown; while
-/// anything is held, the bus is asked to start it again when it can (bounded attempts,
-/// with backoff); when it (or a new instance) comes back, every target is watched again
-/// and updates resume.
+/// anything is held, the bus is asked to start it again (fast attempts with backoff, then
+/// one every `restartCap`, for as long as something is held and the service is away); when
+/// it (or a new instance) comes back, every target is watched again and updates resume.
 extension DaemonBackend {
-    /// At most this many attempts to start the service again (since it was last up for
+    /// The fast attempts to start the service again (since it was last up for
     /// `restartSettle`): after each departure the first comes after 0.5 s, and each next one
     /// of the same absence after twice the wait of the one before it (1 s, 2 s, 4 s, 8 s,
-    /// 16 s: about 30 s in all for a service that never comes back). Not at once: a
+    /// 16 s: about 30 s in all for a service that does not come back). Not at once: a
     /// `systemctl stop` is still finishing when the name goes, and systemd cancels that stop
-    /// job ("Job … canceled") when a start of the unit is asked before it is done. Then the
-    /// client waits for the name to come back (`NameOwnerChanged`), as it does from the
-    /// start when the bus cannot start the service.
+    /// job ("Job … canceled") when a start of the unit is asked before it is done. After
+    /// them the client never gives up: it follows the name (`NameOwnerChanged`) and asks
+    /// again every `restartCap` (the bus may start it again once the administrator has
+    /// unmasked the unit or reinstalled the package), while something is held.
     static let restartAttemptsMax = 6
     static let restartFirstWait: UInt32 = 500
+    /// The longest wait between two attempts: 30 s, or `REACHABILITY_RESTART_CAP` seconds
+    /// (at least 1; for tests and for programs that would rather hear the service back
+    /// sooner). A timer exists only while something is held and the service is away.
+    nonisolated static let restartCap: UInt32 = {
+        guard let text = getenv("REACHABILITY_RESTART_CAP").map({ String(cString: $0) }),
+            let seconds = UInt32(text), seconds >= 1, seconds <= 3600
+        else { return 30_000 }
+        return seconds * 1000
+    }()
     /// A service that kept its name this long before it left was up: the attempts start from
     /// the first again. One that leaves sooner (it fails soon after its start) continues the
     /// backoff, so a service that keeps failing is never started in a loop.
@@ -70,6 +81,7 @@ extension DaemonBackend {
             logger.debug("\(ServiceNames.busName) is on the system bus as \(owner)")
             ownedSince = now
             restartTimer = nil
+            saidNotActivatable = false
         }
         self.owner = owner
         if let watch = pathWatch {
@@ -99,42 +111,67 @@ extension DaemonBackend {
         if owner.isEmpty { scheduleRestart() }
     }
 
-    /// The next attempt to start the service again, after its wait.
-    private func scheduleRestart() {
-        guard restartTimer == nil, restartAttempts < Self.restartAttemptsMax else { return }
-        let wait = Self.restartFirstWait << UInt32(outageAttempts)
+    /// The next attempt, after its wait (`capped`: the longest, as for a bus that cannot start
+    /// the service yet).
+    func scheduleRestart(capped: Bool = false) {
+        guard restartTimer == nil, owner.isEmpty, !isDisconnected, isHolding else { return }
+        let fast = !capped && restartAttempts < Self.restartAttemptsMax && outageAttempts < 16
+        let wait = fast ? min(Self.restartFirstWait << UInt32(outageAttempts), Self.restartCap) : Self.restartCap
         restartTimer = Sources.after(milliseconds: wait) { [weak self] in self?.startServiceAgain() }
     }
 
+    /// Whether this client holds anything (a target or the path): only then is the service
+    /// asked to come back.
+    var isHolding: Bool { !(watches.isEmpty && pathWatch == nil) }
+
+    /// Nothing is held any more: no attempt waits (no wake-up while nothing is held).
+    func stopRestartsIfIdle() {
+        if !isHolding { restartTimer = nil }
+    }
+
     /// The service left while something is held: asks the bus to start it again, when the bus
-    /// can (it is activatable), up to `restartAttemptsMax` times with backoff. Its return
-    /// (`NameOwnerChanged`) re-establishes every hold (`ownerChanged`). When the bus cannot
-    /// start it, or the attempts are spent, nothing more is asked: its return is awaited.
+    /// can (it is activatable): the fast attempts with backoff, then one every `restartCap`.
+    /// Its return (`NameOwnerChanged`) re-establishes every hold (`ownerChanged`). When the
+    /// bus cannot start it, whether it can is asked again after `restartCap`.
     private func startServiceAgain() {
         restartTimer = nil
-        guard owner.isEmpty, !isDisconnected, !(watches.isEmpty && pathWatch == nil),
-            restartAttempts < Self.restartAttemptsMax
-        else { return }
+        guard owner.isEmpty, !isDisconnected, isHolding else { return }
         let name = ServiceNames.busName
         isActivatable { [weak self] activatable in
             guard let self, self.owner.isEmpty, !self.isDisconnected else { return }
             guard activatable else {
-                return self.logger.info("the system bus cannot start \(name); waiting for it to come back")
+                if !self.saidNotActivatable {
+                    self.saidNotActivatable = true
+                    self.logger.info("""
+                        the system bus cannot start \(name); waiting for it to come back \
+                        (asking again every \(Self.restartCap / 1000) s)
+                        """)
+                }
+                return self.scheduleRestart(capped: true)
             }
+            self.saidNotActivatable = false
             self.restartAttempts += 1
             self.outageAttempts += 1
             let attempt = self.restartAttempts
-            self.logger.info("starting \(name) again (attempt \(attempt) of \(Self.restartAttemptsMax))")
+            let fast = attempt <= Self.restartAttemptsMax
+            if fast {
+                self.logger.info("starting \(name) again (attempt \(attempt) of \(Self.restartAttemptsMax))")
+            } else {
+                self.logger.debug("starting \(name) again (attempt \(attempt), one every \(Self.restartCap / 1000) s)")
+            }
             // The bus's own activation timeout (25 s by default) ends a start that hangs.
             self.driver("StartServiceByName", [.string(name), .uint32(0)], timeoutMilliseconds: 60_000) {
                 [weak self] result in
                 guard let self, self.owner.isEmpty else { return }  // back: every hold is re-established
                 if case .failure(let error) = result {
-                    self.logger.warning("could not start \(name) (attempt \(attempt)): \(error.message)")
+                    let message = "could not start \(name) (attempt \(attempt)): \(error.message)"
+                    if fast { self.logger.warning("\(message)") } else { self.logger.debug("\(message)") }
                 }
-                guard attempt < Self.restartAttemptsMax else {
-                    return self.logger.warning(
-                        "\(name) could not be started again (\(attempt) attempts); waiting for it to come back")
+                if attempt == Self.restartAttemptsMax {
+                    self.logger.warning("""
+                        \(name) could not be started again (\(attempt) attempts); waiting for it to come back \
+                        (and trying again every \(Self.restartCap / 1000) s while something is held)
+                        """)
                 }
                 self.scheduleRestart()
             }

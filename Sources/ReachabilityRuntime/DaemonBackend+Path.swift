@@ -43,6 +43,7 @@ extension DaemonBackend {
         if let path = watch.path {
             release(path)
         }
+        stopRestartsIfIdle()
     }
 
     /// Holds the path object (`WatchPath`), follows its properties and reads them all.

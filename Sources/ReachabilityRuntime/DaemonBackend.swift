@@ -42,6 +42,8 @@ final class DaemonBackend: FeedBackend {
     var outageAttempts = 0
     /// The next attempt, while it waits for its turn.
     var restartTimer: SourceHandle?
+    /// Whether the log already says the bus cannot start the service (said once per absence).
+    var saidNotActivatable = false
 
     /// The watched targets, one per key: a connection holds a target once, however often it asks.
     var watches: [FeedKey: Watch] = [:]
@@ -150,6 +152,7 @@ final class DaemonBackend: FeedBackend {
         watches[feed.key] = nil
         if let path = watch.path, path != Self.root { release(path) }
         forget(watch)
+        stopRestartsIfIdle()
     }
 
     // MARK: Watching

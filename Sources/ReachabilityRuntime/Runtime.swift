@@ -127,7 +127,7 @@ package final class Runtime {
         }
     }
 
-    private func daemonBackend() -> Result<DaemonBackend, ReachabilityError> {
+    func daemonBackend() -> Result<DaemonBackend, ReachabilityError> {
         Self.made(&daemon) { () throws(ReachabilityError) in try DaemonBackend(logger: logger) }
     }
 

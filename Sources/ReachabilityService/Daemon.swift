@@ -5,7 +5,7 @@ import ReachabilityCore
 import ReachabilityLoop
 import ReachabilityPlatform
 
-/// The daemon: set up, evaluate, announce (the bus name), loop.
+/// The daemon: set up, evaluate, take the bus name and announce the internet's state, loop.
 @LoopActor
 public final class Daemon {
     public struct Options: Sendable {
@@ -99,6 +99,8 @@ public final class Daemon {
             TargetObject.interface.bound(to: internet),
             MetricsObject.interface.bound(to: metrics),
         ])
+        // Quiet until the name is ours: nobody listens by it yet, and `serve` says everything then.
+        root.isQuiet = true
         manager.exported = root
         metrics.exported = root
         internet.exported = root
@@ -158,6 +160,11 @@ public final class Daemon {
             serving \(Names.busName) as \(connection.uniqueName), version \(Names.version) \
             (backend \(manager.backend.rawValue), ready in \(elapsed) ms)
             """)
+        // A restarted or upgraded service announces itself: whoever listens by the well-known
+        // name (an applet that read the state once, from the instance before) hears this
+        // instance's internet target, every property and its StatusChanged, without asking.
+        internet.exported?.isQuiet = false
+        internet.exported?.announceEverything(of: Names.targetInterface)
     }
 
     /// Runs until SIGTERM/SIGINT, the loss of the name or of the bus. Returns the exit status.

@@ -34,6 +34,9 @@ enum Output {
 
     private static let notedInProcess = Atomic<Bool>(false)
 
+    /// `-q`: the note on in-process answers is not said either.
+    static func silenceNotes() { notedInProcess.store(true, ordering: .relaxed) }
+
     /// Says once, on standard error, that the answers are computed in this process.
     static func noteInProcess(forced: Bool) {
         guard !notedInProcess.exchange(true, ordering: .relaxed) else { return }

@@ -29,7 +29,8 @@ struct Reachctl: AsyncParsableCommand {
               2  usage error, invalid target, or the service failed
             """,
         version: NetworkReachabilityManager.version,
-        subcommands: [Status.self, Query.self, Watch.self, List.self, Doctor.self, Metrics.self],
+        subcommands: [Status.self, Query.self, Watch.self, Wait.self, List.self, Doctor.self, Metrics.self,
+                      FollowUnits.self],
         defaultSubcommand: Status.self)
 
     /// Runs the command in a task whose jobs all run on the main queue (see
@@ -72,7 +73,7 @@ struct Reachctl: AsyncParsableCommand {
 
     /// The options every command takes, which may also come before the command.
     static let globalFlags: Set<String> = ["--json", "--no-daemon", "--daemon"]
-    static let commandNames = ["status", "query", "watch", "list", "doctor", "metrics", "help"]
+    static let commandNames = ["status", "query", "watch", "wait", "list", "doctor", "metrics", "follow-units", "help"]
 
     /// `arguments` with the global options that precede the command moved after it
     /// (`reachctl --json query x` is `reachctl query --json x`).

@@ -264,3 +264,34 @@ def download_dbus_broker(directory: Path) -> Path:
         raise harness.HarnessError(f"apt-get download dbus-broker failed ({done.returncode}):\n"
                                    f"{done.stdout}{done.stderr}")
     return found[-1]
+
+
+def install_build(box: Container, binaries: Path, units: Iterable[str] = ()) -> None:
+    """The build under test installed in the container as install.sh lays it out (prefix
+    /usr), without a release build: the daemon and reachctl from ``binaries`` (the debug build
+    runs there: the container's root is this machine's, toolchain included), the bus's policy
+    and activation file, the user, the man pages, and the units of ``data/`` named in ``units``
+    beside reachabilityd.service. Then systemd and the bus reload."""
+    repo = harness.REPO
+    service = harness.SERVICE
+    files = {
+        "/usr/libexec/reachabilityd": (binaries / "reachabilityd", 0o755),
+        "/usr/bin/reachctl": (binaries / "reachctl", 0o755),
+        f"/usr/share/dbus-1/system.d/{service}.conf": (repo / "dbus" / f"{service}.conf", 0o644),
+        f"/usr/share/dbus-1/system-services/{service}.service": (repo / "dbus" / f"{service}.service", 0o644),
+        "/usr/lib/sysusers.d/reachabilityd.conf": (repo / "data" / "reachabilityd.sysusers.conf", 0o644),
+        **{f"/usr/lib/systemd/system/{unit}": (repo / "data" / unit, 0o644)
+           for unit in ("reachabilityd.service", *units)},
+        # The units' Documentation= (systemd-analyze verify looks for the pages).
+        **{f"/usr/share/man/man{page.suffix[1:]}/{page.name}": (page, 0o644)
+           for page in (repo / "docs" / "man").glob("*.[1-8]")},
+    }
+    for inside, (source, mode) in files.items():
+        target = box.path(inside)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(source.read_bytes())
+        target.chmod(mode)
+    box.run(["systemd-sysusers", "/usr/lib/sysusers.d/reachabilityd.conf"])
+    box.run(["systemctl", "daemon-reload"])
+    box.run(["busctl", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+             "ReloadConfig"])

@@ -167,7 +167,8 @@ def test_reachctl_without_any_bus_evaluates_in_process():
     (["list", "--no-daemon"], "cannot run with --no-daemon"),
     (["--no-daemon", "list"], "cannot run with --no-daemon"),
     (["--daemon", "--no-daemon", "query"], "exclude each other"),
-    (["frobnicate"], 'unknown command "frobnicate"; the commands are status, query, watch, list, doctor, metrics'),
+    (["frobnicate"], 'unknown command "frobnicate"; the commands are status, query, watch, wait, list, doctor, '
+                     'metrics, follow-units'),
     (["example.com"], "(for a host: reachctl query example.com)"),
     (["query", "http://user@example.com:8080/index.html"],
      '"http://user@example.com:8080/index.html" is a URL; a TARGET is a host name or an address: '

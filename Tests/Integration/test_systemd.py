@@ -19,6 +19,11 @@ dbus-daemon and on dbus-broker as the system bus.
   libglib2.0-0's trigger, is what a GLib program that knows nothing of us
   gets with no environment variable; masked, GLib's own monitor; removed,
   the cache forgets it.
+* The package reinstalled, then removed and installed again, under the README's applet and a
+  ``reachctl watch``: the applet shows the new daemon's announcement (within 2 s of the
+  reinstall; within the clients' 30 s cap after remove and install).
+* The units that follow the network, the announcement and the clients that never give up,
+  under a real systemd with the build under test: test_systemd_units.py.
 
 The container has only ``lo``; :func:`add_uplink` makes a veth pair inside
 with an address and a default route, so that the internet is reachable
@@ -441,3 +446,49 @@ def test_glib_programs_get_the_installed_gio_module(request, deb, broker_deb, bu
     assert "libgioreachabilityd" not in (cache.read_text() if cache.exists() else ""), cache.read_text()
     lines, _ = glib_program(box)
     assert lines[0].split()[1] != GIO_MONITOR, lines
+
+
+# --- a restarted service announces itself (the package) ----------------------------
+
+
+def readme_applet(box: ct.Container) -> str:
+    """The README's applet, verbatim, where every user can run it; returns its path inside."""
+    text = (REPO / "README.md").read_text()
+    section = text.split("### A panel applet", 1)[1]
+    [snippet] = re.findall(r"```python\n(.*?)```", section.split("\n## ", 1)[0], re.S)
+    box.path("/usr/local/share/applet.py").write_text(snippet)
+    return "/usr/local/share/applet.py"
+
+
+
+def test_applet_and_watchers_after_reinstall_and_remove_then_install(request, deb):  # pylint: disable=redefined-outer-name
+    """The package reinstalled (its prerm stops the daemon) under the README applet and a
+    reachctl watch: the watch starts the new daemon, whose announcement the applet shows
+    within 2 s. Then removed (nothing can start the service) and installed again: within
+    the cap (30 s) the watch has started it, and the applet shows it."""
+    box = boot(request, "dbus-daemon", None)
+    install_deb(box, deb)
+    add_uplink(box)
+    applet = box.popen(["python3", readme_applet(box)], user="reachabilityd-metrics", stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL)
+    watch = box.popen(["reachctl", "--daemon", "--json", "watch"], stdout=subprocess.PIPE,
+                      stderr=subprocess.DEVNULL)
+    request.addfinalizer(lambda: (box.stop(applet), box.stop(watch)))
+    applet_lines, watch_lines = Lines(applet), Lines(watch)
+
+    def watch_status(status):
+        return lambda line: line.startswith("{") and json.loads(line).get("status") == status
+
+    applet_lines.wait_for(lambda line: line == "online 0x2", "the applet's first line", 20)
+    watch_lines.wait_for(watch_status(2), "reachctl watch: Status 2", 20)
+    install_deb(box, deb)
+    reinstalled = time.monotonic()
+    applet_lines.wait_for(lambda line: line == "online 0x2", "the applet after the reinstall", timeout=2.0)
+    assert time.monotonic() - reinstalled <= 2.0
+    box.run(["dpkg", "-r", "reachabilityd"], timeout=120)
+    watch_lines.wait_for(watch_status(-1), "reachctl watch: Unknown once removed", 10)
+    install_deb(box, deb)
+    installed = time.monotonic()
+    applet_lines.wait_for(lambda line: line == "online 0x2", "the applet after remove and install", timeout=30 + 5)
+    watch_lines.wait_for(watch_status(2), "reachctl watch: Status 2 again",
+                         timeout=max(30 + 5 - (time.monotonic() - installed), 0.01))

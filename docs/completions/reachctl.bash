@@ -173,13 +173,13 @@ _reachctl() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    status|query|watch|list|doctor|metrics|help)
+    status|query|watch|wait|list|doctor|metrics|follow-units|help)
         # Offer subcommand argument completions
         "_reachctl_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'status query watch list doctor metrics help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'status query watch wait list doctor metrics follow-units help' -- "${cur}"))
         ;;
     esac
 }
@@ -222,6 +222,21 @@ _reachctl_watch() {
     esac
 }
 
+_reachctl_wait() {
+    repeating_flags=()
+    non_repeating_flags=(--json --no-daemon --daemon --any -4 --ipv4 -6 --ipv6 --unmetered --full -q --quiet --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--timeout)
+    __reachctl_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--timeout')
+        return
+        ;;
+    esac
+}
+
 _reachctl_list() {
     repeating_flags=()
     non_repeating_flags=(--json --no-daemon --daemon --version -h --help)
@@ -251,6 +266,21 @@ _reachctl_metrics() {
         return
         ;;
     '--liveness')
+        return
+        ;;
+    esac
+}
+
+_reachctl_follow-units() {
+    repeating_flags=()
+    non_repeating_flags=(--json --no-daemon --daemon --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--stop-delay)
+    __reachctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--stop-delay')
         return
         ;;
     esac
