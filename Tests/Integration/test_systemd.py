@@ -355,9 +355,12 @@ def test_sighup_leaves_a_running_service(request, deb, broker_deb, bus):  # pyli
 
 @pytest.mark.parametrize("bus", BUSES)
 def test_doctor_names_why_the_start_failed(request, deb, broker_deb, bus):  # pylint: disable=redefined-outer-name
-    """A masked unit, then a unit whose start fails: doctor says so (the unit's state, its
-    journal's last line), in one sentence with one full stop, within its time bound, and
-    never tells to install the activation file it found."""
+    """A masked unit, then a unit whose start fails: doctor says so (the unit's state, the
+    service's own last line), in one sentence with one full stop, within 5 s on both buses
+    (dbus-daemon is not told that the start failed: doctor hears it from systemd's journal
+    instead of waiting for the call's timeout), and never tells to install the activation
+    file it found. Records about the unit from others (systemd's own, such as "Failed to kill
+    control group", here forged with logger as root) do not push the service's words out."""
     box = boot(request, bus, broker_deb if bus == "dbus-broker" else None)
     install_deb(box, deb)
 
@@ -373,17 +376,20 @@ def test_doctor_names_why_the_start_failed(request, deb, broker_deb, bus):  # py
     assert "reachabilityd.service is masked (systemctl unmask reachabilityd.service)." in text, text
     assert ".." not in text.replace("...", ""), text
     assert "install" not in text.split("activatable", 1)[1], text
-    assert took < 15, f"doctor took {took:.1f} s"
+    assert took < 5, f"doctor took {took:.1f} s:\n{text}"
 
     box.run(["systemctl", "unmask", "reachabilityd.service"])
     box.path("/etc/systemd/system/reachabilityd.service.d").mkdir(parents=True)
     box.path("/etc/systemd/system/reachabilityd.service.d/broken.conf").write_text(
         "[Service]\nExecStart=\nExecStart=/bin/sh -c 'echo reachtest: cannot start >&2; exit 3'\nRestart=no\n")
     box.run(["systemctl", "daemon-reload"])
+    box.sh("for i in 1 2 3 4 5 6; do printf 'MESSAGE=reachtest noise %s\\nOBJECT_SYSTEMD_UNIT=reachabilityd.service\\n' "
+           "$i | logger --journald; done")
     done, took = doctor()
     text = done.stdout + done.stderr
     assert done.returncode == 2, text
     assert "reachabilityd.service failed to start" in text and "exit status 3" in text, text
     assert "reachtest: cannot start" in text, text
+    assert "reachtest noise" not in text, text
     assert "install" not in text.split("activatable", 1)[1], text
-    assert took < 15, f"doctor took {took:.1f} s"
+    assert took < 5, f"doctor took {took:.1f} s:\n{text}"
