@@ -26,7 +26,8 @@ package enum DaemonMetrics {
 
     /// The daemon's metrics now, and again after each change it announces
     /// (`Metrics.Follow`, `Metrics.Changed`): never on a timer. When the daemon leaves
-    /// the bus nothing comes until it is back (then it is followed again). Ends with the
+    /// the bus an empty text comes, then nothing until it is back (then it is followed
+    /// again; the bus does not start it for this). Ends with the
     /// error when the daemon refuses (not root or `adm`), or when the consumer stops.
     package static func updates() -> AsyncThrowingStream<String, any Error> {
         let id = Runtime.newID()
@@ -69,8 +70,10 @@ final class MetricsFollower {
         connection = try Self.connect(logger: logger)
         // The owner first: the bus answers in order, so the daemon's unique name is known
         // before its first Changed (signals from anybody else are not taken for its own).
+        // The daemon gone: an empty text (it has no metrics then), so that a writer of them
+        // says so instead of keeping the last ones as if they were fresh.
         owner = connection.followOwner(of: ServiceNames.busName) { [weak self] owner in
-            if !owner.isEmpty { self?.follow() }
+            if owner.isEmpty { self?.deliver(.success("")) } else { self?.follow() }
         }
         changed = connection.subscribe(sender: ServiceNames.busName, path: Self.root,
                                        interface: ServiceNames.metricsInterface,

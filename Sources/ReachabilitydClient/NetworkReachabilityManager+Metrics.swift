@@ -9,7 +9,8 @@ extension NetworkReachabilityManager {
 
     /// The daemon's metrics now, and again after each change it announces
     /// (`Metrics.Follow`, `Metrics.Changed`): never on a timer. When the daemon leaves
-    /// the bus nothing comes until it is back (then it is followed again). Ends with the
+    /// the bus an empty text comes, then nothing until it is back (then it is followed
+    /// again; the bus does not start it for this). Ends with the
     /// error when the daemon refuses (not root or `adm`), or when the consumer stops.
     public static func daemonMetricsUpdates() -> AsyncThrowingStream<String, any Error> {
         DaemonMetrics.updates()

@@ -1,6 +1,8 @@
 import ArgumentParser
+import Dispatch
 import Glibc
 import ReachabilitydClient
+import Synchronization
 
 /// `reachctl doctor`: whether the installed service works, and if not, why.
 struct Doctor: AsyncParsableCommand {
@@ -17,9 +19,10 @@ struct Doctor: AsyncParsableCommand {
         let address = getenv("DBUS_SYSTEM_BUS_ADDRESS").map { String(cString: $0) }
             ?? "unix:path=/run/dbus/system_bus_socket"
         Output.line("reachabilityd on the system bus (\(address))")
-        // Bounded: a start that fails is reported by systemd at once, and a daemon that
-        // started answers within a second; the unit's own state says the rest.
-        let check = await NetworkReachabilityManager.checkService(timeoutMilliseconds: Self.callTimeout)
+        // Bounded: a daemon that started answers within a second, and a start that fails
+        // ends the wait as soon as systemd logs it (dbus-daemon is not told: its caller
+        // would wait for the whole timeout); the unit's own state says the rest.
+        let outcome = await Self.checkOrStartFailure()
         let prefix = Self.installationPrefix()
         let policy = Self.find("\(Self.name).conf", in: [
             "\(prefix)/share/dbus-1/system.d", "/usr/share/dbus-1/system.d", "/etc/dbus-1/system.d"])
@@ -29,6 +32,17 @@ struct Doctor: AsyncParsableCommand {
         row("policy file", policy ?? "not found (dbus-1/system.d of \(prefix), /usr/share or /etc)")
         row("activation file", activation ?? "not found (dbus-1/system-services of \(prefix) or /usr/share)")
 
+        guard case .checked(let check) = outcome else {
+            row("system bus", "connected")
+            row("activatable", "yes: the bus asked systemd to start \(Self.unit)")
+            row("answers", "no: systemd says its start failed")
+            let unit = Self.unitReport()
+            if let unit {
+                row("unit", unit.summary)
+                for line in unit.journal { row("journal", line) }
+            }
+            try fail(unit?.cause ?? "\(Self.unit) failed to start; more: journalctl -u reachabilityd")
+        }
         if let busError = check.busError {
             row("system bus", "no: \(busError)")
             try fail("there is no system bus to serve on")
@@ -70,6 +84,105 @@ struct Doctor: AsyncParsableCommand {
     }
 
     static let callTimeout: Int32 = 8_000
+
+    enum Outcome: Sendable {
+        case checked(ReachabilityServiceCheck)
+        /// systemd logged that the unit's start failed before the call ended.
+        case startFailed
+    }
+
+    /// The service check, or sooner the news that systemd could not start the unit.
+    /// dbus-broker ends an activation that failed at once; dbus-daemon is not told by
+    /// systemd and lets the call run to its timeout. So, where systemd runs and the journal
+    /// is readable, a `journalctl --follow` (woken by the journal's inotify, no polling)
+    /// waits beside the call for systemd's "Failed to start" record of the unit.
+    static func checkOrStartFailure() async -> Outcome {
+        // A masked unit that is not running cannot answer through systemd: dbus-daemon
+        // answers UnitMasked at once when the unit is inactive, but lets the call run to its
+        // timeout when the unit failed before it was masked. One second is enough for a
+        // daemon started some other way to answer.
+        let now = unitProperties()
+        let timeout = now["LoadState"] == "masked" && now["ActiveState"] != "active" ? 1_000 : callTimeout
+        let watch = StartFailureWatch.start()
+        defer { watch?.stop() }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
+            let once = Mutex<CheckedContinuation<Outcome, Never>?>(continuation)
+            let resume: @Sendable (Outcome) -> Void = { outcome in once.withLock { $0.take() }?.resume(returning: outcome) }
+            Task { resume(.checked(await NetworkReachabilityManager.checkService(timeoutMilliseconds: timeout))) }
+            if let watch {
+                DispatchQueue.global().async { if watch.waitForLine() { resume(.startFailed) } }
+            }
+        }
+    }
+
+    /// `journalctl --follow` for systemd's record that the unit's start job failed
+    /// (`MESSAGE_ID` of "Failed to start", `JOB_RESULT=failed`), from just before the call.
+    final class StartFailureWatch: Sendable {
+        let pid: pid_t
+        let fd: Int32
+
+        private init(pid: pid_t, fd: Int32) { self.pid = pid; self.fd = fd }
+
+        static let failedMessage = "be02cf6855d2428ba40df7e9d022f03d"
+
+        static func start() -> StartFailureWatch? {
+            guard access("/run/systemd/system", F_OK) == 0 else { return nil }
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            let since = "@\(now.tv_sec).\(String(now.tv_nsec / 1000).leftPadded(to: 6))"
+            let argv = ["timeout", "\(callTimeout / 1000 + 1)", "journalctl", "--follow", "--since=\(since)",
+                        "--output=cat", "--no-pager", "--quiet", "_PID=1", "UNIT=\(unit)",
+                        "MESSAGE_ID=\(failedMessage)"]
+            var pipe: [Int32] = [0, 0]
+            guard Glibc.pipe(&pipe) == 0 else { return nil }
+            _ = fcntl(pipe[0], F_SETFD, FD_CLOEXEC)
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+            // A clean signal state: the signals reachctl blocks or ignores would be the
+            // child's too, and neither timeout's alarm nor the stop below would end it.
+            var attributes = posix_spawnattr_t()
+            posix_spawnattr_init(&attributes)
+            defer { posix_spawnattr_destroy(&attributes) }
+            var signals = sigset_t()
+            sigemptyset(&signals)
+            posix_spawnattr_setsigmask(&attributes, &signals)
+            sigfillset(&signals)
+            posix_spawnattr_setsigdefault(&attributes, &signals)
+            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+            var pid: pid_t = 0
+            let environment = ["LC_ALL=C", "SYSTEMD_PAGER=", "SYSTEMD_COLORS=0", "PATH=/usr/bin:/bin:/usr/sbin:/sbin"]
+            let spawned = withCStrings(argv) { cArgv in
+                withCStrings(environment) { cEnv in posix_spawnp(&pid, "timeout", &actions, &attributes, cArgv, cEnv) }
+            }
+            close(pipe[1])
+            guard spawned == 0 else {
+                close(pipe[0])
+                return nil
+            }
+            return StartFailureWatch(pid: pid, fd: pipe[0])
+        }
+
+        /// Blocks until journalctl prints a line (true) or ends (false).
+        func waitForLine() -> Bool {
+            var byte: UInt8 = 0
+            while true {
+                let n = read(fd, &byte, 1)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return false }
+                if byte == UInt8(ascii: "\n") { return true }
+            }
+        }
+
+        func stop() {
+            kill(pid, SIGTERM)
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            close(fd)
+        }
+    }
     static let unit = "reachabilityd.service"
 
     /// What a failed call means, in words: the unit's own state first when systemd has
@@ -130,16 +243,28 @@ struct Doctor: AsyncParsableCommand {
 
     /// `systemctl show` and `journalctl` for the unit, when systemd runs; each bounded to 3 s.
     static func unitReport() -> UnitReport? {
-        guard access("/run/systemd/system", F_OK) == 0 else { return nil }
+        let properties = unitProperties()
+        guard !properties.isEmpty else { return nil }
+        // The service's own words only: what its processes wrote (standard output and error,
+        // the journal, syslog) carries _SYSTEMD_UNIT=; the daemon's records also carry its
+        // identifier, should the journal not have learnt the unit of a process that ended at
+        // once. Not --unit=, which adds systemd's own lines about the unit ("Failed with
+        // result", "Failed to kill control group ...") and can push the cause out of the last 5.
+        let journal = output("journalctl _SYSTEMD_UNIT=\(unit) + SYSLOG_IDENTIFIER=reachabilityd "
+            + "--lines=5 --output=cat --no-pager --quiet")
+        return UnitReport(properties: properties, journal: journal.filter { !$0.isEmpty })
+    }
+
+    /// The unit's state from `systemctl show`; empty where systemd does not run.
+    static func unitProperties() -> [String: String] {
+        guard access("/run/systemd/system", F_OK) == 0 else { return [:] }
         let show = output("systemctl show --property=LoadState,ActiveState,SubState,Result,ExecMainStatus \(unit)")
         var properties: [String: String] = [:]
         for line in show {
             guard let equals = line.firstIndex(of: "=") else { continue }
             properties[String(line[..<equals])] = String(line[line.index(after: equals)...])
         }
-        guard !properties.isEmpty else { return nil }
-        let journal = output("journalctl --unit=\(unit) --lines=5 --output=cat --no-pager --quiet")
-        return UnitReport(properties: properties, journal: journal.filter { !$0.isEmpty })
+        return properties
     }
 
     /// A command's output lines (standard error too), killed after 3 s.
@@ -182,4 +307,18 @@ struct Doctor: AsyncParsableCommand {
         guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return "uid \(uid)" }
         return "\(String(cString: name)) (uid \(uid))"
     }
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}
+
+/// `argv`-style C strings for the length of `body`.
+func withCStrings<R>(_ strings: [String], _ body: ([UnsafeMutablePointer<CChar>?]) -> R) -> R {
+    var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
+    pointers.append(nil)
+    defer { for pointer in pointers { free(pointer) } }
+    return body(pointers)
 }

@@ -55,6 +55,8 @@ struct Metrics: AsyncParsableCommand {
         }
         heartbeat.resume()
         defer { heartbeat.cancel() }
+        // An empty text: the daemon left the bus (stopped, or failed). The file then says so
+        // (reachability_up 0, no target's last values), until it is back.
         for try await text in NetworkReachabilityManager.daemonMetricsUpdates() {
             try writer.write(text)
         }
@@ -68,13 +70,26 @@ final class TextFileWriter: Sendable {
 
     init(path: String) { self.path = path }
 
+    /// `text` from the daemon, or "" when it is not on the bus.
     func write(_ text: String) throws(TextFile.Failure) {
         last.withLock { $0 = text }
-        try TextFile.replace(path, with: text + Self.liveness(now: Int(time(nil))))
+        try TextFile.replace(path, with: Self.content(text, now: Int(time(nil))))
     }
 
     func rewrite() throws(TextFile.Failure) {
         if let text = last.withLock({ $0 }) { try write(text) }
+    }
+
+    /// What the file holds: whether the daemon is there, its metrics, and the liveness sample.
+    static func content(_ text: String, now: Int) -> String {
+        let up = """
+            # HELP reachability_up Whether reachabilityd was on the system bus when reachctl metrics --textfile \
+            last wrote this file (0: it was not, and the file holds none of its metrics).
+            # TYPE reachability_up gauge
+            reachability_up \(text.isEmpty ? 0 : 1)
+
+            """
+        return up + text + (text.isEmpty || text.hasSuffix("\n") ? "" : "\n") + liveness(now: now)
     }
 
     static func liveness(now: Int) -> String {

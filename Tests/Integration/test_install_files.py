@@ -668,8 +668,8 @@ def test_method_call_without_interface_is_refused(bus, service):  # pylint: disa
 
 def _verify(unit_text: str) -> subprocess.CompletedProcess:
     """``systemd-analyze verify`` of the unit as installed, in a scratch root
-    (``--root=``) that holds the unit at its installed path, an executable
-    stub at its ExecStart path, and the two units it requires (Type=dbus pulls
+    (``--root=``) that holds the unit at its installed path, executable
+    stubs at its ExecStart= and ExecReload= paths, and the two units it requires (Type=dbus pulls
     in dbus.socket; default dependencies pull in sysinit.target). Verify
     resolves every path inside that root, so nothing on this machine, present
     or absent, changes the outcome: whatever it prints is about the unit."""
@@ -681,11 +681,15 @@ def _verify(unit_text: str) -> subprocess.CompletedProcess:
         (units / UNIT.name).write_text(unit_text)
         (units / "sysinit.target").write_text("[Unit]\nDescription=stub of sysinit.target\n")
         (units / "dbus.socket").write_text("[Socket]\nListenStream=/run/dbus/system_bus_socket\n")
-        executable = unit_value(unit_settings(units / UNIT.name), "Service", "ExecStart").split()[0]
-        stub = root / executable.lstrip("/")
-        stub.parent.mkdir(parents=True, exist_ok=True)
-        stub.write_text("#!/bin/sh\nexit 0\n")
-        stub.chmod(0o755)
+        service = unit_settings(units / UNIT.name).get("Service", {})
+        for key in ("ExecStart", "ExecReload"):
+            for command in service.get(key, []):
+                # A bare name (ExecReload=kill ...) is looked up in systemd's fixed PATH.
+                executable = command.split()[0]
+                stub = root / (executable.lstrip("/") if "/" in executable else f"usr/bin/{executable}")
+                stub.parent.mkdir(parents=True, exist_ok=True)
+                stub.write_text("#!/bin/sh\nexit 0\n")
+                stub.chmod(0o755)
         return subprocess.run([analyze, "verify", "--man=no", f"--root={root}", f"/usr/lib/systemd/system/{UNIT.name}"],
                               capture_output=True, text=True, timeout=120, check=False)
     finally:

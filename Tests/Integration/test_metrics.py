@@ -124,6 +124,46 @@ def test_textfile_is_rewritten_on_change_only(plain_lab, daemon, tmp_path):
     assert status in (0, -signal.SIGTERM), describe()
 
 
+def test_textfile_says_when_the_daemon_is_gone(plain_lab, daemon, tmp_path):
+    """The daemon stops under a running writer: the file says so at once
+    (reachability_up 0, none of the targets' last values, a fresh liveness time), and
+    the daemon's metrics are back when it is."""
+    path = tmp_path / "reachability.prom"
+    log = tmp_path / "reachctl.log"
+    process = harness.Process("reachctl", [REACHCTL, "metrics", "--textfile", path], log,
+                              env=reachctl_env(plain_lab))
+
+    def describe():
+        text = path.read_text() if path.exists() else "(no file)"
+        return f"file:\n{text}\nreachctl log:\n{harness.tail(log, 40)}\n{daemon.log_text()[-2000:]}"
+
+    def up():
+        return samples(path.read_text(), "reachability_up") if path.exists() else {}
+
+    try:
+        harness.wait_until(lambda: up() == {"": 1} or not process.running, harness.CHANGE_TIMEOUT,
+                           "the textfile with reachability_up 1", describe, poll=0.05)
+        assert process.running, describe()
+        assert samples(path.read_text(), "reachability_target_reachable"), describe()
+        daemon.stop()
+        harness.wait_until(lambda: up() == {"": 0}, harness.CHANGE_TIMEOUT, "reachability_up 0 after the stop",
+                           describe, poll=0.05)
+        text = path.read_text()
+        assert not samples(text, "reachability_target_reachable"), describe()
+        assert samples(text, "reachctl_textfile_updated_timestamp_seconds"), describe()
+        checked = subprocess.run([harness.need_tool("promtool"), "check", "metrics"], input=text,
+                                 capture_output=True, text=True, timeout=30, check=False)
+        assert checked.returncode == 0, f"promtool check metrics:\n{checked.stdout}{checked.stderr}\n{text}"
+        assert process.running, describe()
+        daemon.start()
+        harness.wait_until(lambda: up() == {"": 1}, harness.CHANGE_TIMEOUT, "reachability_up 1 once it is back",
+                           describe, poll=0.05)
+        assert samples(path.read_text(), "reachability_target_reachable"), describe()
+    finally:
+        status = process.stop()
+    assert status in (0, -signal.SIGTERM), describe()
+
+
 RULES_TEST = """
 rule_files:
   - {rules}
@@ -148,6 +188,28 @@ tests:
               description: "reachabilityd on host1 has found no usable route to the internet for 5 minutes. `reachctl status` on the host says which interface it last used and why it is not reachable."
       - eval_time: 9m
         alertname: HostLostInternetPath
+        exp_alerts: []
+  # The daemon: host1's stops at 2m and is back at 6m (the writer wrote reachability_up 0
+  # meanwhile); host2's runs. Fires after a minute down, and not once it is back.
+  - interval: 1m
+    input_series:
+      - series: 'reachability_up{{instance="host1"}}'
+        values: '1 1 0 0 0 0 1 1 1'
+      - series: 'reachability_up{{instance="host2"}}'
+        values: '1x8'
+    alert_rule_test:
+      - eval_time: 2m
+        alertname: ReachabilitydDown
+        exp_alerts: []
+      - eval_time: 4m
+        alertname: ReachabilitydDown
+        exp_alerts:
+          - exp_labels: {{severity: warning, instance: host1}}
+            exp_annotations:
+              summary: "host1: reachabilityd is not running"
+              description: "reachabilityd has not been on the system bus of host1 for a minute, so nothing there knows what is reachable. `reachctl doctor` on the host says why (`systemctl status reachabilityd`)."
+      - eval_time: 7m
+        alertname: ReachabilitydDown
         exp_alerts: []
   # The writer: host1's rewrites its file every minute, then stops (file removed at 10m);
   # host2's hangs at 3m (the file stays, its time does not move). node_exporter runs on both.
@@ -190,7 +252,8 @@ def test_alert_rule_fires_when_the_internet_path_is_lost(tmp_path):
     """data/reachabilityd.rules.yml: an unreachable host target alone never fires; the internet
     target unreachable for 5 minutes does, and stops when it is back. A writer of the textfile
     that stopped (its file removed) or hangs (its liveness time stands still) fires
-    ReachabilityMetricsWriterDown; one that writes does not."""
+    ReachabilityMetricsWriterDown; one that writes does not. A daemon gone for a minute
+    (its writer's reachability_up 0) fires ReachabilitydDown, and not once it is back."""
     rules = harness.REPO / "data" / "reachabilityd.rules.yml"
     test = tmp_path / "rules_test.yml"
     test.write_text(RULES_TEST.format(rules=rules))

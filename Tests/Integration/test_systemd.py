@@ -10,11 +10,20 @@ dbus-daemon and on dbus-broker as the system bus.
   service, the man pages are there, ``systemd-analyze security`` at most 1.5
   and ``verify`` clean; ``dpkg -r`` leaves no activatable name and
   ``--purge`` no file.
+* The source package (Swift dependencies vendored) builds with
+  ``dpkg-buildpackage`` under ``unshare -n``; apt's plan for the .deb on a
+  machine without NetworkManager holds no NetworkManager.
 * Metrics: a unit with ``SupplementaryGroups=adm`` reads them; the shipped
-  writer unit writes its file and removes it when it stops.
+  writer unit writes its file and removes it when it stops; it says
+  ``reachability_up 0`` once the daemon is stopped; its restarts are bounded
+  and its heartbeat logs nothing.
+* Upgrades: installed over itself, the enabled writer and the daemon run
+  again, systemd has reloaded, no bus logged an unknown user.
 * The service's life (issue "every client holds the current truth"): the
   first call after every stop gets the evaluated answer; ``systemctl stop``
-  under a running ``reachctl watch`` and a library listener; ``SIGHUP``.
+  under a running ``reachctl watch`` and a library listener; ``SIGHUP`` and
+  ``systemctl reload``.
+* ``reachctl doctor``: the failed service's own words, within 5 s.
 * GLib's network monitor: the package's GIO module, listed in GIO's cache by
   libglib2.0-0's trigger, is what a GLib program that knows nothing of us
   gets with no environment variable; masked, GLib's own monitor; removed,
@@ -207,6 +216,10 @@ def test_package_installs_is_activated_and_removes_cleanly(request, deb, broker_
         assert where.returncode == 0, f"man {page}: {where.stderr}"
     assert box.path(f"/usr/share/dbus-1/interfaces/{SERVICE}.xml").is_file()
     assert box.path("/usr/share/bash-completion/completions/reachctl").is_file()
+    # The documents and the alert rules the writer's unit points to.
+    doc = "/usr/share/doc/reachabilityd"
+    for name in ("README.md", "install.md", "metrics.md", "copyright", "examples/reachabilityd.rules.yml"):
+        assert box.path(f"{doc}/{name}").is_file() or box.path(f"{doc}/{name}.gz").is_file(), f"{doc}/{name}"
     # The unit as installed: verify clean (its Documentation= pages exist), and the exposure.
     verify = box.run(["systemd-analyze", "verify", "reachabilityd.service"], check=False)
     assert verify.returncode == 0 and not verify.stderr.strip(), verify.stderr
@@ -225,6 +238,88 @@ def test_package_installs_is_activated_and_removes_cleanly(request, deb, broker_
     box.run(["dpkg", "--purge", "reachabilityd"], timeout=120)
     left = [f for f in files if box.path(f).exists() or box.path(f).is_symlink()]
     assert not left, f"left after --purge: {left}"
+
+
+def test_source_package_builds_with_no_network(tmp_path):
+    """The source package (debian/vendor-swift-deps puts the Swift dependencies in it)
+    builds with dpkg-buildpackage in a network namespace of its own (`unshare -n`: only
+    a loopback that is down) and without this machine's git configuration (no url.insteadOf
+    that could lead to a local copy of the dependencies' repositories): SwiftPM takes them
+    from vendor/ and fetches nothing. A full release build of its own (minutes)."""
+    tools = ("dpkg-source", "dpkg-buildpackage", "unshare", "swift", "git", "python3")
+    need([f"the {name} command" for name in tools if harness.tool(name) is None]
+         + ([] if os.geteuid() == 0 else ["root (unshare -n)"]))
+    work = OUT / "source"
+    shutil.rmtree(work, ignore_errors=True)
+    tree = work / "reachabilityd"
+    tracked = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                             capture_output=True, check=True).stdout
+    for name in filter(None, tracked.decode().split("\0")):
+        if (REPO / name).is_file():
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, tree / name)
+    vendored = subprocess.run(["debian/vendor-swift-deps"], cwd=tree, capture_output=True, text=True,
+                              timeout=900, check=False)
+    assert vendored.returncode == 0, vendored.stdout + vendored.stderr
+    made = subprocess.run(["dpkg-source", "-b", "reachabilityd"], cwd=work, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert made.returncode == 0, made.stdout + made.stderr
+    [dsc] = list(work.glob("reachabilityd_*.dsc"))
+    [tarball] = list(work.glob("reachabilityd_*.tar.*"))
+    listing = subprocess.run(["tar", "-tf", str(tarball)], capture_output=True, text=True, check=True).stdout
+    assert "reachabilityd/vendor/swift-log/Package.swift" in listing, "vendor/ is not in the source package"
+    assert "/.build" not in listing and "/.git/" not in listing, "build or git files in the source package"
+    shutil.rmtree(tree)
+    subprocess.run(["dpkg-source", "-x", dsc.name, "extracted"], cwd=work, capture_output=True, check=True)
+    home = tmp_path / "home"
+    home.mkdir()
+    swift_dir = str(Path(harness.tool("swift")).resolve().parent)
+    environment = ["env", "-i", f"HOME={home}", "GIT_CONFIG_NOSYSTEM=1", "LANG=C.UTF-8",
+                   f"PATH={swift_dir}:/usr/bin:/bin:/usr/sbin:/sbin", f"REACHABILITYD_DEB_DIR={work}"]
+    gitconfig = subprocess.run(["unshare", "-n", *environment, "git", "config", "--get-regexp", "^url\\."],
+                               capture_output=True, text=True, check=False)
+    assert not gitconfig.stdout.strip(), f"git still rewrites URLs: {gitconfig.stdout}"
+    built = subprocess.run(["unshare", "-n", *environment, "dpkg-buildpackage", "-us", "-uc", "-b"],
+                           cwd=work / "extracted", capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False)
+    log = built.stdout + built.stderr
+    (work / "build.log").write_text(log)
+    assert built.returncode == 0, f"dpkg-buildpackage with no network failed ({built.returncode}):\n{log[-6000:]}"
+    # SwiftPM names where it fetches from: every dependency from vendor/'s repositories.
+    fetched = [line for line in log.splitlines() if re.match(r"(Fetching|Cloning|Working copy of) ", line)]
+    pins = (work / "extracted" / "vendor" / "pins").read_text().split("\n")
+    assert fetched and all("/.build-vendor/" in line for line in fetched), "\n".join(fetched)
+    assert len([line for line in fetched if " resolved at " in line]) == len(list(filter(None, pins))), fetched
+    assert list(work.glob("reachabilityd_*.deb")), log[-3000:]
+
+
+def test_apt_installs_no_networkmanager_with_the_package(request, deb, tmp_path):  # pylint: disable=redefined-outer-name
+    """On a machine without NetworkManager (the container's, network-manager purged),
+    apt's plan for the package (`apt-get install --simulate`, with apt's default of
+    installing Recommends) holds no network-manager. The same plan for a package that
+    recommends it does: the check can fail."""
+    control = tmp_path / "recommender" / "DEBIAN"
+    control.mkdir(parents=True)
+    (control / "control").write_text("Package: reachtest-recommender\nVersion: 1\nArchitecture: all\n"
+                                      "Maintainer: reachabilityd tests <reachtest@example.org>\n"
+                                      "Recommends: network-manager\nDescription: recommends NetworkManager\n")
+    recommender = tmp_path / "reachtest-recommender.deb"
+    subprocess.run(["dpkg-deb", "--build", "--root-owner-group", str(control.parent), str(recommender)],
+                   check=True, capture_output=True)
+    box = ct.Container(binds=[REPO, tmp_path])
+    request.addfinalizer(box.close)
+    need(ct.requirements())
+    box.start()
+    box.run(["dpkg", "--purge", "--force-depends", "network-manager"], timeout=120)
+
+    def plan(package: Path) -> list:
+        done = box.run(["apt-get", "install", "--simulate", "-o", "APT::Install-Recommends=true",
+                        str(package)], timeout=120)
+        return [line.split()[1] for line in done.stdout.splitlines() if line.startswith("Inst ")]
+
+    ours = plan(deb)
+    assert "reachabilityd" in ours, ours
+    assert "network-manager" not in ours, f"apt would install NetworkManager with the package: {ours}"
+    assert "network-manager" in plan(recommender), "the check cannot tell: a Recommends was not planned"
 
 
 def test_install_sh_uninstall_removes_every_file(request):
@@ -274,6 +369,119 @@ def test_supplementary_adm_reads_metrics_and_writer_unit(request, deb, broker_de
     assert "reachability_target_reachable" in textfile.read_text()
     box.run(["systemctl", "stop", "reachabilityd-metrics-textfile.service"])
     assert not textfile.exists(), "the writer left its file behind when it stopped"
+
+
+WRITER = "reachabilityd-metrics-textfile.service"
+TEXTFILE = "/var/lib/prometheus/node-exporter/reachability.prom"
+
+
+def writer_directory(box: ct.Container) -> None:
+    """node_exporter's directory as Debian makes it (root's, 755), given to the writer as
+    docs/metrics.md says."""
+    box.sh("install -d -m 755 /var/lib/prometheus/node-exporter; "
+           "setfacl -m u:reachabilityd-metrics:rwx /var/lib/prometheus/node-exporter 2>/dev/null || "
+           "chown reachabilityd-metrics /var/lib/prometheus/node-exporter")
+
+
+def metric(text: str, name: str) -> dict:
+    found = {}
+    for line in text.splitlines():
+        match = re.match(rf"^{name}(\{{.*\}})? (\S+)$", line)
+        if match:
+            found[match.group(1) or ""] = float(match.group(2))
+    return found
+
+
+@pytest.mark.parametrize("bus", BUSES)
+def test_writer_and_daemon_through_a_reinstall_and_a_stop(request, deb, broker_deb, bus):  # pylint: disable=redefined-outer-name
+    """The package's users exist before its policy lands (neither bus names an unknown
+    user); the enabled writer and the daemon run again after the package is installed
+    over itself, systemd has reloaded (no "changed on disk"), and the daemon answers.
+    Then the daemon is stopped and the uplink taken down: within 75 s the textfile says
+    reachability_up 0 and holds no target (never the last values with a fresh time)."""
+    box = boot(request, bus, broker_deb if bus == "dbus-broker" else None)
+    # The container is this machine's root: users an earlier test or install made are gone
+    # first, so that the package's own order is what is tried (dbus-daemon logs `Unknown
+    # username "reachabilityd"` when the policy lands first).
+    box.sh("for user in reachabilityd reachabilityd-metrics; do "
+           "if getent passwd $user >/dev/null; then userdel $user; fi; "
+           "if getent group $user >/dev/null; then groupdel $user; fi; done")
+    install_deb(box, deb)
+    bus_journal = box.run(["journalctl", "-b", "--no-pager", "-o", "cat", "-u", "dbus.service"]).stdout
+    unknown = [line for line in bus_journal.splitlines()
+               if "reachabilityd" in line and re.search(r"(?i)unknown|invalid|lookup", line)]
+    assert not unknown, "the bus read the policy before the users existed:\n" + "\n".join(unknown)
+    add_uplink(box)
+    writer_directory(box)
+    box.run(["systemctl", "enable", "--now", WRITER])
+    textfile = box.path(TEXTFILE)
+
+    def up() -> dict:
+        try:
+            return metric(textfile.read_text(), "reachability_up")
+        except OSError:
+            return {}
+
+    harness.wait_until(lambda: up() == {"": 1}, 20, "the writer's file with reachability_up 1", poll=0.1)
+    writer_pid = unit_property(box, WRITER, "MainPID")
+
+    install_deb(box, deb)
+    assert unit_property(box, WRITER, "ActiveState") == "active", box.run(
+        ["systemctl", "status", "--no-pager", WRITER], check=False).stdout
+    assert unit_property(box, WRITER, "MainPID") not in ("0", writer_pid), "the writer was not restarted"
+    for unit in (WRITER, "reachabilityd.service"):
+        assert unit_property(box, unit, "NeedDaemonReload") == "no", unit
+        status = box.run(["systemctl", "status", "--no-pager", unit], check=False)
+        assert "changed on disk" not in status.stdout + status.stderr, status.stdout + status.stderr
+    done, answers = reachctl_json(box, "status")
+    assert done.returncode == 0 and answers and answers[0].get("status") == 2, done.stdout + done.stderr
+    harness.wait_until(lambda: up() == {"": 1}, 20, "the restarted writer's file", poll=0.1)
+
+    box.run(["systemctl", "stop", "reachabilityd.service"])
+    box.run(["ip", "link", "set", "up0", "down"])
+    stopped = time.monotonic()
+    harness.wait_until(lambda: not textfile.exists() or up() == {"": 0}, 75,
+                       "the textfile to say the daemon is down", poll=0.2,
+                       describe=lambda: textfile.read_text() if textfile.exists() else "(no file)")
+    took = time.monotonic() - stopped
+    if textfile.exists():
+        text = textfile.read_text()
+        assert not metric(text, "reachability_target_reachable"), text
+    assert unit_property(box, "reachabilityd.service", "ActiveState") == "inactive", "the writer started the daemon"
+    print(f"{bus}: the textfile said the daemon is down {took:.1f} s after the stop")
+
+
+def test_writer_restarts_are_bounded_and_quiet(request, deb):  # pylint: disable=redefined-outer-name
+    """The writer's directory missing: 3 starts, then the unit stays failed (not a restart
+    every 5 s for good). With its directory there and a 1 s heartbeat: no "Failed to set
+    thread priority" on the heartbeat (at most the one line at start)."""
+    box = boot(request, "dbus-daemon", None)
+    install_deb(box, deb)
+    box.run(["systemctl", "start", WRITER], check=False)
+    harness.wait_until(lambda: unit_property(box, WRITER, "ActiveState") == "failed", 60,
+                       "the writer without its directory to stay failed", poll=0.5)
+    # systemd 252 keeps the last run's Result (exit-code) when the start limit stops the
+    # restarts; its record of the refusal is the same everywhere.
+    journal = box.run(["journalctl", "-b", "--no-pager", "-o", "cat", "-u", WRITER]).stdout
+    assert "Start request repeated too quickly" in journal, journal
+    assert int(unit_property(box, WRITER, "NRestarts")) <= 3, unit_property(box, WRITER, "NRestarts")
+
+    writer_directory(box)
+    box.path(f"/etc/systemd/system/{WRITER}.d").mkdir(parents=True)
+    box.path(f"/etc/systemd/system/{WRITER}.d/heartbeat.conf").write_text(
+        "[Service]\nExecStart=\nExecStart=/usr/bin/reachctl metrics --textfile ${TEXTFILE} --liveness 1\n")
+    box.run(["systemctl", "daemon-reload"])
+    box.run(["systemctl", "reset-failed", WRITER])
+    box.run(["systemctl", "start", WRITER])
+    textfile = box.path(TEXTFILE)
+    harness.wait_until(textfile.exists, 20, "the writer's file", poll=0.1)
+    first = textfile.stat().st_mtime
+    harness.wait_until(lambda: textfile.stat().st_mtime >= first + 4, 15, "four heartbeats", poll=0.2)
+    # This run's lines only (the failed starts above logged theirs).
+    invocation = unit_property(box, WRITER, "InvocationID")
+    log = box.run(["journalctl", "-b", "--no-pager", "-o", "cat", "_SYSTEMD_INVOCATION_ID=" + invocation]).stdout
+    lines = [line for line in log.splitlines() if "thread priority" in line]
+    assert len(lines) <= 1, f"the writer logs on its heartbeat:\n{log}"
 
 
 # --- the service's life: every client holds the current truth --------------------
@@ -342,7 +550,8 @@ def test_stopped_service_comes_back_to_watchers(request, deb, broker_deb, bus): 
 
 @pytest.mark.parametrize("bus", BUSES)
 def test_sighup_leaves_a_running_service(request, deb, broker_deb, bus):  # pylint: disable=redefined-outer-name
-    """kill -HUP: the same process still serves (no exit, so no restart either)."""
+    """kill -HUP, and systemctl reload (ExecReload= sends it): the same process still serves
+    (no exit, so no restart either)."""
     box = boot(request, bus, broker_deb if bus == "dbus-broker" else None)
     install_deb(box, deb)
     add_uplink(box)
@@ -350,6 +559,8 @@ def test_sighup_leaves_a_running_service(request, deb, broker_deb, bus):  # pyli
     pid = unit_property(box, "reachabilityd.service", "MainPID")
     assert pid != "0"
     box.run(["kill", "-HUP", pid])
+    reload = box.run(["systemctl", "reload", "reachabilityd.service"], check=False)
+    assert reload.returncode == 0, reload.stdout + reload.stderr
     # A call answered after the signal: had the signal ended the process, the bus would
     # have started a new one (or systemd restarted it) with another PID.
     done, lines = reachctl_json(box, "status")
@@ -364,9 +575,12 @@ def test_sighup_leaves_a_running_service(request, deb, broker_deb, bus):  # pyli
 
 @pytest.mark.parametrize("bus", BUSES)
 def test_doctor_names_why_the_start_failed(request, deb, broker_deb, bus):  # pylint: disable=redefined-outer-name
-    """A masked unit, then a unit whose start fails: doctor says so (the unit's state, its
-    journal's last line), in one sentence with one full stop, within its time bound, and
-    never tells to install the activation file it found."""
+    """A masked unit, then a unit whose start fails: doctor says so (the unit's state, the
+    service's own last line), in one sentence with one full stop, within 5 s on both buses
+    (dbus-daemon is not told that the start failed: doctor hears it from systemd's journal
+    instead of waiting for the call's timeout), and never tells to install the activation
+    file it found. Records about the unit from others (systemd's own, such as "Failed to kill
+    control group", here forged with logger as root) do not push the service's words out."""
     box = boot(request, bus, broker_deb if bus == "dbus-broker" else None)
     install_deb(box, deb)
 
@@ -382,20 +596,23 @@ def test_doctor_names_why_the_start_failed(request, deb, broker_deb, bus):  # py
     assert "reachabilityd.service is masked (systemctl unmask reachabilityd.service)." in text, text
     assert ".." not in text.replace("...", ""), text
     assert "install" not in text.split("activatable", 1)[1], text
-    assert took < 15, f"doctor took {took:.1f} s"
+    assert took < 5, f"doctor took {took:.1f} s:\n{text}"
 
     box.run(["systemctl", "unmask", "reachabilityd.service"])
     box.path("/etc/systemd/system/reachabilityd.service.d").mkdir(parents=True)
     box.path("/etc/systemd/system/reachabilityd.service.d/broken.conf").write_text(
         "[Service]\nExecStart=\nExecStart=/bin/sh -c 'echo reachtest: cannot start >&2; exit 3'\nRestart=no\n")
     box.run(["systemctl", "daemon-reload"])
+    box.sh("for i in 1 2 3 4 5 6; do printf 'MESSAGE=reachtest noise %s\\nOBJECT_SYSTEMD_UNIT=reachabilityd.service\\n' "
+           "$i | logger --journald; done")
     done, took = doctor()
     text = done.stdout + done.stderr
     assert done.returncode == 2, text
     assert "reachabilityd.service failed to start" in text and "exit status 3" in text, text
     assert "reachtest: cannot start" in text, text
+    assert "reachtest noise" not in text, text
     assert "install" not in text.split("activatable", 1)[1], text
-    assert took < 15, f"doctor took {took:.1f} s"
+    assert took < 5, f"doctor took {took:.1f} s:\n{text}"
 
 
 # --- GLib's GNetworkMonitor: the installed GIO module ---------------------------------
