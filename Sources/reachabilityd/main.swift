@@ -28,6 +28,8 @@ func main() -> Int32 {
         return 0
     case .run:
         if options.verbose { log.level = .debug }
+        Memory.mapLargeBlocks()
+        raiseDescriptorLimit(logger)
         // The exporter, chosen once: every instrument below reports to it.
         var options = options
         options.metricsText = PrometheusExport.bootstrap()
@@ -41,6 +43,24 @@ func main() -> Int32 {
                 return 1
             }
         }
+    }
+}
+
+/// The open files the daemon asks to be allowed: what peers can make it hold
+/// (`BusConnection.peerDescriptorBound`, 509) plus its own (about 20, and 2 for each of its
+/// 8 host lookups), with room to spare. The soft limit is raised to it (as far as the hard
+/// limit allows): a parent may have left it lower; the unit sets both (`LimitNOFILE=`).
+/// Wraps `setrlimit(RLIMIT_NOFILE)`.
+func raiseDescriptorLimit(_ logger: Logger) {
+    let wanted: rlim_t = 4096
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < wanted else { return }
+    limit.rlim_cur = min(wanted, limit.rlim_max)
+    _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    let floor = rlim_t(BusConnection.peerDescriptorBound + 256)
+    if limit.rlim_cur < floor {
+        logger.warning("the limit on open files is \(limit.rlim_cur); \(floor) or more are needed to serve every peer")
     }
 }
 
