@@ -292,7 +292,10 @@ public final class BusConnection {
         let sender = Self.sender(of: message) ?? ""
         // A caller that does not read what it is sent costs no more than this test: its
         // call is dropped before it is decoded (an answer would only wait for it unread).
-        if shouldDropUnread(from: sender) { return DBUS_HANDLER_RESULT_HANDLED }
+        // Nor does one whose user's share of the queue is used up: refused at once, undecoded.
+        if shouldDropUnread(from: sender) || refuseIfFull(message, from: sender) {
+            return DBUS_HANDLER_RESULT_HANDLED
+        }
         let pathString = dbus_message_get_path(message).map { String(cString: $0) } ?? "/"
         guard let path = ObjectPath(rawValue: pathString) else {
             return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
