@@ -62,6 +62,7 @@ final class Callers {
     /// Refusals not sent yet, round-robin between users (see `BusConnection.refuse`).
     var refusals = FairQueue<LaterError>(limits: .init(
         perUserItems: 65_536, perUserCost: 8 * 1024 * 1024, totalItems: 131_072, totalCost: 16 * 1024 * 1024))
+    var refusalsPeak = 0
 }
 
 extension BusConnection {
@@ -152,18 +153,9 @@ extension BusConnection {
     /// is not reading (its read receipt is overdue).
     func shouldDropUnread(from sender: String) -> Bool { callers.ledger.isStalled(sender) }
 
-    func scheduleServing() {
-        guard callers.serveIdle == nil, !callers.queue.isEmpty || !callers.refusals.isEmpty else { return }
-        callers.serveIdle = Sources.idle { [unowned self] in
-            self.callers.serveIdle = nil
-            self.serveQueued()
-        }
-    }
-
     /// Serves a bounded batch of waiting calls, round-robin between users whose
     /// peers have read what they were sent.
-    private func serveQueued() {
-        sendRefusals()
+    func serveCalls() {
         for _ in 0..<64 {
             // While answers wait to be written, each user is served once: a user who just came
             // is not made to wait for the line the others' answers made.

@@ -18,6 +18,22 @@ extension BusConnection {
     /// Refusals sent in one turn at most.
     static let refusalsPerTurn = 256
 
+    func scheduleServing() {
+        guard callers.serveIdle == nil, !callers.queue.isEmpty || !callers.refusals.isEmpty else { return }
+        callers.serveIdle = Sources.idle { [unowned self] in
+            self.callers.serveIdle = nil
+            self.serveQueued()
+        }
+    }
+
+    /// Serves waiting calls, then sends waiting refusals with what room the socket has left:
+    /// refusals after calls, or their line would keep the answers behind and serve each user
+    /// only once.
+    func serveQueued() {
+        serveCalls()
+        sendRefusals()
+    }
+
     /// Answers `call` with `LimitsExceeded` saying `why`: now, or in its user's turn.
     func refuse(_ call: MethodCall, _ why: String) {
         let error = BusError.limitsExceeded(why)
@@ -41,6 +57,7 @@ extension BusConnection {
         guard isWritingBehind || !callers.refusals.isEmpty else { return sendRefusal(later) }
         do {
             try callers.refusals.enqueue(later, user: user ?? Self.unidentifiedUser, cost: later.size)
+            callers.refusalsPeak = max(callers.refusalsPeak, callers.refusals.count)
         } catch {
             return sendRefusal(later)  // Past even that bound: at once, as before.
         }
@@ -55,7 +72,12 @@ extension BusConnection {
             sendRefusal(later)
             sent += 1
         }
-        guard !callers.refusals.isEmpty else { return }
+        guard !callers.refusals.isEmpty else {
+            // A line of refusals that has drained held memory worth giving back.
+            if sent > 0, callers.refusalsPeak >= Self.refusalsPerTurn { Memory.trimSoon() }
+            callers.refusalsPeak = 0
+            return
+        }
         if !isWritingBehind || !waitForOutput() { scheduleServing() }
     }
 

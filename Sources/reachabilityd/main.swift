@@ -6,6 +6,14 @@ import ReachabilityService
 
 /// Set up, announce, loop: everything else lives in ReachabilityService.
 func main() -> Int32 {
+    // A write to a closed pipe or socket fails (EPIPE) instead of killing the daemon: started with
+    // its standard descriptors closed, or logging to a pipe whose reader left, it died (status 141).
+    signal(SIGPIPE, SIG_IGN)
+    // A closed standard descriptor is opened on /dev/null: else the first socket opened takes its
+    // number, and a log line written to "stderr" would go into that socket.
+    for fd: Int32 in 0...2 where fcntl(fd, F_GETFD) == -1 {
+        _ = open("/dev/null", O_RDWR)
+    }
     // The log, chosen once: the journal, `<N>` lines or a terminal (`SystemLog`), handed down
     // as a `Logger` to everything the daemon makes. No `LoggingSystem.bootstrap`: nothing
     // here asks swift-log for a logger by label.
