@@ -11,7 +11,9 @@ attacker is ``nobody``; the victim, another user, calls Peer.Ping and Get(Status
 with a 1 s timeout all along. Prints one row an attack: the victim's p50/p99/max and failed
 calls, when it first stalled, the daemon's RSS (idle, peak, after) and CPU seconds, and what the
 attacker got. Exits 1 when any goal is missed: a victim call failed, p99 over 100 ms (20 ms during
-a Refresh storm, where the bus driver's own answers are measured beside it), RSS over
+a Refresh storm and the hostile messages of test_hostile_messages.py -- descriptors attached to
+calls, 25 MiB calls, a long flood -- where the bus driver's own answers are measured beside it;
+their slowest call too must be under 1 s), RSS over
 idle + 32 MiB or not back within 4 MiB, the bookkeeping over 200 ms of CPU each way, a reading
 client's call left unanswered.
 """
@@ -29,6 +31,7 @@ import tenants  # noqa: E402
 from harness import MANAGER_IFACE, ROOT_PATH  # noqa: E402
 from tenants import (FAST_ZONE, NEVER_ZONE, NOBODY, VICTIM, Attack, Probe, Tenant, describe_flood,  # noqa: E402
                      flood, flood_result, latency_summary, nonreader)
+from test_hostile_messages import PEER_DESCRIPTOR_BOUND, DescriptorSampler  # noqa: E402
 
 SECONDS = 20.0
 # Another user's Refresh storm: the victim's p99 (the other attacks: tenants.P99_GOAL_MS).
@@ -205,6 +208,60 @@ def fresh_queries(lab):
     return [attack]
 
 
+# The attacks of Tests/Integration/test_hostile_messages.py, at the issue's sizes. Goals for each:
+# the victim's p99 <= 20 ms and slowest call <= 1 s, RSS within 32 MiB of idle, the daemon alive.
+HOSTILE_P99_GOAL_MS = 20.0
+
+
+def descriptors(lab, connections=8, window=128, per_call=16):
+    daemon = lab.start_daemon()
+    with DescriptorSampler(daemon.pid) as fds, \
+            Attack(lab, f"{connections} x {window} GetAll in flight, {per_call} fds each") as attack:
+        attacker = flood(lab, NOBODY, "fds", "get_all", connections=connections, calls=0, window=window,
+                         fds=per_call, seconds=SECONDS, hold=False, timeout=30)
+        result = flood_result(attacker, SECONDS + 120)
+        attack.attacker_gone()
+    attack.p99_goal = HOSTILE_P99_GOAL_MS
+    attack.notes.append(f"attacker: {describe_flood(result)}; daemon descriptors idle {fds.idle}, peak {fds.peak} "
+                        f"(bound: idle + {PEER_DESCRIPTOR_BOUND})")
+    attack.missed = [] if result["complete"] and fds.peak <= fds.idle + PEER_DESCRIPTOR_BOUND else \
+        ["unanswered calls or descriptors over the bound"]
+    return [attack]
+
+
+def huge_messages(lab, connections=4, window=2, mib=25, calls=4):
+    lab.start_daemon()
+    with Attack(lab, f"{connections} x {window} WatchHost of {mib} MiB in flight") as attack:
+        bus = Probe(lab, name="bus-probe-huge", bus=True)
+        attacker = flood(lab, NOBODY, "huge", "huge_watch", connections=connections, calls=calls, window=window,
+                         mib=mib, hold=False, timeout=120)
+        result = flood_result(attacker, 600, stall=60)
+        attack.attacker_gone()
+        floor = latency_summary(bus.stop())
+    attack.p99_goal = HOSTILE_P99_GOAL_MS
+    attack.notes.append(f"attacker: {describe_flood(result)}; the bus driver's own answers meanwhile: "
+                        f"p99 {floor['p99']:.1f} ms, max {floor['max']:.1f} ms")
+    attack.missed = [] if result["complete"] else ["unanswered calls"]
+    return [attack]
+
+
+def long_flood(lab, connections=256, processes=4, window=128):
+    lab.start_daemon()
+    with Attack(lab, f"{connections} x {window} GetAll in flight for {SECONDS:.0f} s") as attack:
+        bus = Probe(lab, name="bus-probe-long", bus=True)
+        floods = [flood(lab, NOBODY, f"long{i}", "get_all", connections=connections // processes, calls=0,
+                        window=window, seconds=SECONDS, hold=False, timeout=120) for i in range(processes)]
+        results = [flood_result(f, SECONDS + 300, stall=60) for f in floods]
+        attack.attacker_gone()
+        floor = latency_summary(bus.stop())
+    attack.p99_goal = HOSTILE_P99_GOAL_MS
+    attack.notes.append("attacker: " + "; ".join(describe_flood(r) for r in results)
+                        + f"; the bus driver's own answers meanwhile: p99 {floor['p99']:.1f} ms, "
+                          f"max {floor['max']:.1f} ms, {len(floor['failures'])} failed")
+    attack.missed = [] if all(r["complete"] for r in results) else ["unanswered calls"]
+    return [attack]
+
+
 SCENARIOS = {
     "never-reading-introspect": lambda lab: never_reading(lab, "Introspect"),
     "never-reading-managed-objects": lambda lab: never_reading(lab, "GetManagedObjects"),
@@ -215,6 +272,9 @@ SCENARIOS = {
     "managed-objects": managed_objects,
     "refresh-storm": refresh_storm,
     "fresh-queries": fresh_queries,
+    "descriptors": descriptors,
+    "huge-messages": huge_messages,
+    "long-flood": long_flood,
 }
 
 

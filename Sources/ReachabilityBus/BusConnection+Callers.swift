@@ -59,7 +59,10 @@ final class Callers {
 
     func drop(_ call: MethodCall) { call.abandon() }
 
-    func refuse(_ call: MethodCall, _ why: String) { call.fail(.limitsExceeded(why)) }
+    /// Refusals not sent yet, round-robin between users (see `BusConnection.refuse`).
+    var refusals = FairQueue<LaterError>(limits: .init(
+        perUserItems: 65_536, perUserCost: 8 * 1024 * 1024, totalItems: 131_072, totalCost: 16 * 1024 * 1024))
+    var refusalsPeak = 0
 }
 
 extension BusConnection {
@@ -70,13 +73,13 @@ extension BusConnection {
         if let user = callers.users[call.sender] { return enqueue(call, user: user) }
         if callers.unidentified[call.sender] == nil {
             guard callers.unidentifiedCount < callers.limits.queue.totalItems else {
-                return callers.refuse(call, "the service is busy identifying \(callers.unidentifiedCount) callers")
+                return refuse(call, "the service is busy identifying \(callers.unidentifiedCount) callers")
             }
             callers.unidentified[call.sender] = []
             requestIdentity(of: call.sender)
         }
         guard callers.unidentified[call.sender]!.count < callers.limits.queue.perUserItems else {
-            return callers.refuse(call, "too many calls sent before the service could tell who sent them")
+            return refuse(call, "too many calls sent before the service could tell who sent them")
         }
         callers.unidentified[call.sender]!.append(call)
         callers.unidentifiedCount += 1
@@ -141,7 +144,7 @@ extension BusConnection {
             callers.peakQueued = max(callers.peakQueued, callers.queue.count)
         } catch {
             // Told why: it may well read (a peer that does not is stalled and never gets here).
-            return callers.refuse(call, "\(error); try again once the answers already sent have been read")
+            return refuse(call, "\(error); try again once the answers already sent have been read")
         }
         scheduleServing()
     }
@@ -150,17 +153,9 @@ extension BusConnection {
     /// is not reading (its read receipt is overdue).
     func shouldDropUnread(from sender: String) -> Bool { callers.ledger.isStalled(sender) }
 
-    func scheduleServing() {
-        guard callers.serveIdle == nil, !callers.queue.isEmpty else { return }
-        callers.serveIdle = Sources.idle { [unowned self] in
-            self.callers.serveIdle = nil
-            self.serveQueued()
-        }
-    }
-
     /// Serves a bounded batch of waiting calls, round-robin between users whose
     /// peers have read what they were sent.
-    private func serveQueued() {
+    func serveCalls() {
         for _ in 0..<64 {
             // While answers wait to be written, each user is served once: a user who just came
             // is not made to wait for the line the others' answers made.
@@ -338,6 +333,10 @@ extension BusConnection {
             // Not answered within the timeout: not reading, or reading without answering.
             let now = UInt64(MonotonicClock.microseconds())
             guard callers.users[peer] != nil else { return }
+            // Unless the answer may still wait behind what the bus wrote to the service (another
+            // user's flood): a flood's victim was taken for a non-reader, and its calls dropped
+            // until its next receipt came through the same queue. Asked again a second later.
+            if isReadingBehind { return retryReceipt(of: peer, seconds: 1) }
             if callers.ledger.receiptLost(from: peer, receipt: id, now: now) {
                 logger.debug("\(peer) did not answer a read receipt; its calls are dropped while it owes one")
                 askReceipt(from: peer)
@@ -354,13 +353,18 @@ extension BusConnection {
             if !oursToo && !callers.ledger.receiptLost(from: peer, receipt: id, now: now) {
                 return ledgerChanged(for: peer)
             }
-            callers.retries[peer] = Sources.every(seconds: oursToo ? 1 : 10) { [unowned self] in
-                self.callers.retries[peer] = nil
-                self.askReceipt(from: peer)
-                return false
-            }
+            retryReceipt(of: peer, seconds: oursToo ? 1 : 10)
         default:
             break  // It left (ServiceUnknown, NameHasNoOwner): its departure closes its account.
+        }
+    }
+
+    /// Asks `peer` for its receipt again in `seconds`, not in a loop.
+    private func retryReceipt(of peer: String, seconds: UInt32) {
+        callers.retries[peer] = Sources.every(seconds: seconds) { [unowned self] in
+            self.callers.retries[peer] = nil
+            self.askReceipt(from: peer)
+            return false
         }
     }
 }

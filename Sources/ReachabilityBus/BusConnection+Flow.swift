@@ -77,6 +77,12 @@ extension BusConnection {
         return true
     }
 
+    /// Whether messages the bus has sent wait to be read or dispatched: an answer may be
+    /// among them.
+    var isReadingBehind: Bool {
+        dbus_connection_get_dispatch_status(raw) == DBUS_DISPATCH_DATA_REMAINS || bytesWaitingToBeRead > 0
+    }
+
     /// Bytes the bus has written to this connection that it has not read yet. Wraps
     /// `ioctl(FIONREAD)` on libdbus's socket.
     private var bytesWaitingToBeRead: Int32 {

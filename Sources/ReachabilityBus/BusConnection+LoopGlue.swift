@@ -1,5 +1,6 @@
 import CDBus
 import CGLib
+import Glibc
 import ReachabilityLoop
 
 /// libdbus watch and timeout callbacks on GLib sources. The source id is kept
@@ -8,14 +9,26 @@ import ReachabilityLoop
 /// the actor through `LoopActor.assumeIsolated`, as the connection's callbacks do.
 @LoopActor
 enum LoopGlue {
-    nonisolated static let addWatch: DBusAddWatchFunction = { watch, _ in
-        LoopActor.assumeIsolated(watch!) { enable(watch: $0) }
+    nonisolated static let addWatch: DBusAddWatchFunction = { watch, data in
+        LoopActor.assumeIsolated((watch!, data.map(OpaquePointer.init))) {
+            connections[$0.0] = $0.1
+            enable(watch: $0.0)
+        }
         return 1
     }
 
     nonisolated static let removeWatch: DBusRemoveWatchFunction = { watch, _ in
-        LoopActor.assumeIsolated(watch!) { disable(watch: $0) }
+        LoopActor.assumeIsolated(watch!) {
+            connections[$0] = nil
+            disable(watch: $0)
+        }
     }
+
+    /// The libdbus connection of each watch (the data given to `dbus_connection_set_watch_functions`).
+    static var connections: [OpaquePointer: OpaquePointer] = [:]
+
+    /// Reads at most this many times more in one readable event while a message is read.
+    static let readsPerMessageTurn = 256
 
     nonisolated static let toggleWatch: DBusWatchToggledFunction = { watch, _ in
         LoopActor.assumeIsolated(watch!) { watch in
@@ -47,8 +60,39 @@ enum LoopGlue {
         if condition.rawValue & G_IO_OUT.rawValue != 0 { flags |= UInt32(DBUS_WATCH_WRITABLE.rawValue) }
         if condition.rawValue & G_IO_HUP.rawValue != 0 { flags |= UInt32(DBUS_WATCH_HANGUP.rawValue) }
         if condition.rawValue & G_IO_ERR.rawValue != 0 { flags |= UInt32(DBUS_WATCH_ERROR.rawValue) }
-        LoopActor.assumeIsolated(OpaquePointer(data)) { watch in _ = dbus_watch_handle(watch, flags) }
+        LoopActor.assumeIsolated(OpaquePointer(data!)) { watch in
+            guard flags & UInt32(DBUS_WATCH_READABLE.rawValue) != 0, let connection = connections[watch] else {
+                _ = dbus_watch_handle(watch, flags)
+                return
+            }
+            let idle = dbus_connection_get_dispatch_status(connection) == DBUS_DISPATCH_COMPLETE
+            _ = dbus_watch_handle(watch, flags)
+            if idle { readOn(watch, connection) }
+        }
         return 1
+    }
+
+    /// Goes on reading while what was read holds no whole message yet and more waits in the
+    /// socket: a large message. libdbus reads 4 KiB a turn of the loop, so a 25 MiB message
+    /// took over 6,000 turns, and every call behind it in the bus's queue waited for them;
+    /// here it takes about 25 turns of 1 MiB. Stops at the first whole message (served as
+    /// before) and when libdbus stops reading (its bounds on what it holds).
+    static func readOn(_ watch: OpaquePointer, _ connection: OpaquePointer) {
+        var reads = 0
+        while reads < readsPerMessageTurn {
+            // (A watch libdbus removed meanwhile — it disconnected — is no longer in `connections`.)
+            guard connections[watch] == connection else { return }
+            var waiting: Int32 = 0
+            guard ioctl(dbus_watch_get_unix_fd(watch), UInt(FIONREAD), &waiting) == 0, waiting > 0 else { return }
+            // What waits, in libdbus's reads of 4 KiB, with no more system calls of ours between them.
+            for _ in 0..<min(readsPerMessageTurn - reads, (Int(waiting) + 4095) / 4096) {
+                guard connections[watch] == connection, dbus_watch_get_enabled(watch) != 0,
+                    dbus_connection_get_dispatch_status(connection) == DBUS_DISPATCH_COMPLETE
+                else { return }
+                _ = dbus_watch_handle(watch, UInt32(DBUS_WATCH_READABLE.rawValue))
+                reads += 1
+            }
+        }
     }
 
     /// The timeout is due. Wraps `dbus_timeout_handle`.

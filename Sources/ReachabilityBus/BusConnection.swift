@@ -73,6 +73,7 @@ public final class BusConnection {
         raw = connection
         uniqueName = dbus_bus_get_unique_name(connection).map { String(cString: $0) } ?? ""
         dbus_connection_set_exit_on_disconnect(connection, 0)
+        boundIntake()
         tree.emit = { [unowned self] path, interface, name, values, destinations in
             self.emitSignal(path: path, interface: interface, name: name, values, to: destinations)
         }
@@ -205,7 +206,7 @@ public final class BusConnection {
     /// libdbus tells us which fds and timeouts to watch; GLib watches them.
     private func attachToMainLoop() {
         dbus_connection_set_watch_functions(raw, LoopGlue.addWatch, LoopGlue.removeWatch, LoopGlue.toggleWatch,
-                                            nil, nil)
+                                            UnsafeMutableRawPointer(raw), nil)
         dbus_connection_set_timeout_functions(raw, LoopGlue.addTimeout, LoopGlue.removeTimeout,
                                               LoopGlue.toggleTimeout, nil, nil)
         dbus_connection_set_dispatch_status_function(raw, Self.dispatchStatusChanged,
@@ -291,7 +292,10 @@ public final class BusConnection {
         let sender = Self.sender(of: message) ?? ""
         // A caller that does not read what it is sent costs no more than this test: its
         // call is dropped before it is decoded (an answer would only wait for it unread).
-        if shouldDropUnread(from: sender) { return DBUS_HANDLER_RESULT_HANDLED }
+        // Nor does one whose user's share of the queue is used up: refused at once, undecoded.
+        if shouldDropUnread(from: sender) || refuseIfFull(message, from: sender) {
+            return DBUS_HANDLER_RESULT_HANDLED
+        }
         let pathString = dbus_message_get_path(message).map { String(cString: $0) } ?? "/"
         guard let path = ObjectPath(rawValue: pathString) else {
             return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
@@ -299,12 +303,17 @@ public final class BusConnection {
         let interface = dbus_message_get_interface(message).map { String(cString: $0) } ?? ""
         let member = dbus_message_get_member(message).map { String(cString: $0) } ?? ""
         let signature = dbus_message_get_signature(message).map { String(cString: $0) } ?? ""
-        let decoded = MessageCodec.decodeBody(message)
+        // Refused before it is decoded or queued (`BusConnection+Intake`): its descriptors close
+        // when libdbus releases the message, at the end of this dispatch.
+        let refusal = intakeRefusal(message)
+        let decoded = refusal == nil ? MessageCodec.decodeBody(message) : []
         let call = MethodCall(
             responder: MessageResponder(message: message, connection: self), sender: sender,
             path: path, interface: interface, member: member, arguments: decoded ?? [], signature: signature,
             wantsReply: dbus_message_get_no_reply(message) == 0, logger: logger)
-        if decoded == nil {
+        if let refusal {
+            call.fail(refusal)
+        } else if decoded == nil {
             call.fail(.invalidArgs("file descriptors are not accepted"))
         } else {
             admit(call)

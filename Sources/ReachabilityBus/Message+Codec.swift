@@ -103,6 +103,53 @@ enum MessageCodec {
         }
     }
 
+    /// Whether the values in `message`'s body take more than `limit` bytes, told without
+    /// copying any: a fixed-size array by its count, a string by its length (read no further
+    /// than the limit), everything else by walking it — and the walk stops once past the
+    /// limit, so a message of any size costs at most about `limit` bytes' worth of steps.
+    static func bodyExceeds(_ message: OpaquePointer, _ limit: Int) -> Bool {
+        var iter = DBusMessageIter()
+        guard dbus_message_iter_init(message, &iter) != 0 else { return false }
+        var left = limit
+        return exceeds(&iter, &left)
+    }
+
+    /// Bytes of one value of a fixed-size type (0 for any other type).
+    private static func fixedSize(_ type: Int32) -> Int {
+        switch UInt8(truncatingIfNeeded: type) {
+        case UInt8(ascii: "y"): 1
+        case UInt8(ascii: "n"), UInt8(ascii: "q"): 2
+        case UInt8(ascii: "b"), UInt8(ascii: "i"), UInt8(ascii: "u"), UInt8(ascii: "h"): 4
+        case UInt8(ascii: "x"), UInt8(ascii: "t"), UInt8(ascii: "d"): 8
+        default: 0
+        }
+    }
+
+    /// Takes the size of the values from `iter` to the end of its container off `left`;
+    /// true as soon as `left` is below zero.
+    private static func exceeds(_ iter: inout DBusMessageIter, _ left: inout Int) -> Bool {
+        while case let type = dbus_message_iter_get_arg_type(&iter), type != 0 {
+            switch UInt8(truncatingIfNeeded: type) {
+            case UInt8(ascii: "s"), UInt8(ascii: "g"), UInt8(ascii: "o"):
+                let p: UnsafePointer<CChar>? = basic(&iter, nil)
+                left -= 5 + (p.map { strnlen($0, max(0, left) + 1) } ?? 0)
+            case UInt8(ascii: "a") where fixedSize(dbus_message_iter_get_element_type(&iter)) > 0:
+                let size = fixedSize(dbus_message_iter_get_element_type(&iter))
+                left -= 4 + Int(dbus_message_iter_get_element_count(&iter)) * size
+            case UInt8(ascii: "a"), UInt8(ascii: "v"), UInt8(ascii: "r"), UInt8(ascii: "e"):
+                var sub = DBusMessageIter()
+                dbus_message_iter_recurse(&iter, &sub)
+                left -= 4
+                if exceeds(&sub, &left) { return true }
+            default:
+                left -= max(1, fixedSize(type))
+            }
+            if left < 0 { return true }
+            guard dbus_message_iter_next(&iter) != 0 else { return false }
+        }
+        return false
+    }
+
     /// Appends `values` to `message`'s body. Returns false only when libdbus is out of memory.
     @discardableResult
     static func appendBody(_ values: [DBusValue], to message: OpaquePointer) -> Bool {

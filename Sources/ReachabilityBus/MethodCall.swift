@@ -108,6 +108,14 @@ public final class MethodCall {
     /// it is sent (an answer would only add to what waits for it).
     func abandon() { answered = true }
 
+    /// Counts the call as answered with `error` and returns what the error reply needs, to be
+    /// sent later (`nil`: it wants no reply, or was answered). Keeps no message.
+    func answerLater(_ error: BusError) -> LaterError? {
+        guard !answered, let serial = (responder as? MessageResponder)?.serial else { return nil }
+        answered = true
+        return LaterError(destination: sender, serial: serial, error: error)
+    }
+
     /// About how many bytes the call holds while it waits (its message and its arguments).
     var cost: Int { arguments.messageSize }
 }
@@ -125,6 +133,8 @@ final class MessageResponder: CallResponder {
     }
 
     isolated deinit { dbus_message_unref(message) }
+
+    var serial: UInt32 { dbus_message_get_serial(message) }
 
     func send(reply values: [DBusValue], to call: MethodCall) {
         let size = values.messageSize
@@ -166,5 +176,29 @@ extension MethodCall {
             return ids.compactMap { if case .uint32(let id) = $0 { id } else { nil } }
         }
         return nil
+    }
+}
+
+/// An error reply to a call, made only when it is sent: a few dozen bytes while it waits.
+struct LaterError {
+    let destination: String
+    let serial: UInt32
+    let error: BusError
+
+    /// About what the reply weighs in the bus.
+    var size: Int { 128 + error.name.utf8.count + error.message.utf8.count }
+
+    /// The reply, as `dbus_message_new_error` would make it. Wraps `dbus_message_new`.
+    func message() -> OpaquePointer? {
+        guard let reply = dbus_message_new(DBUS_MESSAGE_TYPE_ERROR) else { return nil }
+        dbus_message_set_no_reply(reply, 1)
+        guard dbus_message_set_error_name(reply, error.name) != 0, dbus_message_set_reply_serial(reply, serial) != 0,
+            dbus_message_set_destination(reply, destination) != 0,
+            MessageCodec.appendBody([.string(error.message)], to: reply)
+        else {
+            dbus_message_unref(reply)
+            return nil
+        }
+        return reply
     }
 }

@@ -67,24 +67,30 @@ public struct FairQueue<Item> {
     /// The number of items `user` has queued.
     public func count(of user: UserID) -> Int { queues[user]?.items.count ?? 0 }
 
-    /// Queues `item` for `user` behind the user's earlier items.
-    public mutating func enqueue(_ item: Item, user: UserID, cost itemCost: Int) throws(Refusal) {
-        // Counts only: a copy of the user's queue held here would make the append below copy it.
+    /// Why an item of `user` costing `itemCost` would be refused now (`nil`: it would be
+    /// queued): the refusal `enqueue` would throw, told without an item.
+    public func refusal(for user: UserID, cost itemCost: Int = 0) -> Refusal? {
         let queued = queues[user]?.items.count ?? 0
         let queuedCost = queues[user]?.cost ?? 0
         if queued > 0 {
             guard queued < limits.perUserItems, queuedCost + itemCost <= limits.perUserCost else {
-                throw .userFull(items: queued, cost: queuedCost)
+                return .userFull(items: queued, cost: queuedCost)
             }
             guard count < limits.totalItems, cost + itemCost <= limits.totalCost else {
-                throw .full(items: count, cost: cost)
+                return .full(items: count, cost: cost)
             }
-        } else {
-            // A user's first item is refused only when the whole queue is full by count: its
-            // cost is bounded by the message size the bus allows, and it is served next.
-            guard count < limits.totalItems else { throw .full(items: count, cost: cost) }
-            turns.append(user)
+            return nil
         }
+        return count < limits.totalItems ? nil : .full(items: count, cost: cost)
+    }
+
+    /// Queues `item` for `user` behind the user's earlier items.
+    public mutating func enqueue(_ item: Item, user: UserID, cost itemCost: Int) throws(Refusal) {
+        // A user's first item is refused only when the whole queue is full by count: its cost
+        // is bounded by the message size the bus allows, and it is served next.
+        if let refusal = refusal(for: user, cost: itemCost) { throw refusal }
+        // Counts only: a copy of the user's queue held here would make the append below copy it.
+        if (queues[user]?.items.count ?? 0) == 0 { turns.append(user) }
         queues[user, default: UserQueue()].items.append((item, itemCost))
         queues[user]!.cost += itemCost
         count += 1

@@ -18,4 +18,17 @@ public enum Memory {
             malloc_trim(0)
         }
     }
+
+    /// Blocks at least this large are mapped on their own and unmapped when freed.
+    public nonisolated static let mappedFrom: Int32 = 1024 * 1024
+
+    /// Makes every allocation of `mappedFrom` or more its own mapping, returned to the kernel
+    /// the moment it is freed: a message of up to 32 MiB that libdbus read whole, and refused,
+    /// then costs nothing once freed. glibc's own threshold starts at 128 KiB but rises to the
+    /// size of any mapped block freed (up to 32 MiB), after which such blocks come from the heap
+    /// and stay there; setting it once keeps it fixed. Call before anything allocates much.
+    /// Wraps `mallopt(M_MMAP_THRESHOLD)`.
+    public nonisolated static func mapLargeBlocks() {
+        _ = mallopt(M_MMAP_THRESHOLD, mappedFrom)
+    }
 }

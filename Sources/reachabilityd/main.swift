@@ -6,6 +6,14 @@ import ReachabilityService
 
 /// Set up, announce, loop: everything else lives in ReachabilityService.
 func main() -> Int32 {
+    // A write to a closed pipe or socket fails (EPIPE) instead of killing the daemon: started with
+    // its standard descriptors closed, or logging to a pipe whose reader left, it died (status 141).
+    signal(SIGPIPE, SIG_IGN)
+    // A closed standard descriptor is opened on /dev/null: else the first socket opened takes its
+    // number, and a log line written to "stderr" would go into that socket.
+    for fd: Int32 in 0...2 where fcntl(fd, F_GETFD) == -1 {
+        _ = open("/dev/null", O_RDWR)
+    }
     // The log, chosen once: the journal, `<N>` lines or a terminal (`SystemLog`), handed down
     // as a `Logger` to everything the daemon makes. No `LoggingSystem.bootstrap`: nothing
     // here asks swift-log for a logger by label.
@@ -28,6 +36,8 @@ func main() -> Int32 {
         return 0
     case .run:
         if options.verbose { log.level = .debug }
+        Memory.mapLargeBlocks()
+        raiseDescriptorLimit(logger)
         // The exporter, chosen once: every instrument below reports to it.
         var options = options
         options.metricsText = PrometheusExport.bootstrap()
@@ -41,6 +51,24 @@ func main() -> Int32 {
                 return 1
             }
         }
+    }
+}
+
+/// The open files the daemon asks to be allowed: what peers can make it hold
+/// (`BusConnection.peerDescriptorBound`, 509) plus its own (about 20, and 2 for each of its
+/// 8 host lookups), with room to spare. The soft limit is raised to it (as far as the hard
+/// limit allows): a parent may have left it lower; the unit sets both (`LimitNOFILE=`).
+/// Wraps `setrlimit(RLIMIT_NOFILE)`.
+func raiseDescriptorLimit(_ logger: Logger) {
+    let wanted: rlim_t = 4096
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < wanted else { return }
+    limit.rlim_cur = min(wanted, limit.rlim_max)
+    _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    let floor = rlim_t(BusConnection.peerDescriptorBound + 256)
+    if limit.rlim_cur < floor {
+        logger.warning("the limit on open files is \(limit.rlim_cur); \(floor) or more are needed to serve every peer")
     }
 }
 

@@ -805,10 +805,13 @@ def _connect(address: str):
     return conn
 
 
-def _tally(errors: dict, conn, result) -> None:
+def _tally(errors: dict, conn, result, with_fds: bool = False) -> None:
     """Counts a finished asynchronous call in ``errors`` by its error name ("ok" for a reply)."""
     try:
-        conn.call_finish(result)
+        if with_fds:
+            conn.call_with_unix_fd_list_finish(result)
+        else:
+            conn.call_finish(result)
         name = "ok"
     except GLib.Error as failure:
         name = _error_name(failure)
@@ -935,7 +938,18 @@ def _flood_call(kind: str, c: int, i: int, p: dict) -> tuple:
         return ROOT_PATH, OBJECT_MANAGER_IFACE, "GetManagedObjects", "", ()
     if kind == "introspect":
         return p.get("path", ROOT_PATH), INTROSPECTABLE_IFACE, "Introspect", "", ()
+    if kind == "get_all":
+        return ROOT_PATH, PROPERTIES_IFACE, "GetAll", "(s)", (TARGET_IFACE,)
+    if kind == "huge_watch":  # WatchHost (it takes one string) with an array of ``mib`` MiB instead
+        return ROOT_PATH, MANAGER_IFACE, "WatchHost", "(ay)", None
     raise ValueError(kind)
+
+
+def _huge_array(mib: float):
+    """An ``(ay)`` argument of ``mib`` MiB (made once, without a Python object per byte)."""
+    data = GLib.Variant.new_from_bytes(GLib.VariantType.new("ay"), GLib.Bytes.new(b"x" * int(mib * 1024 * 1024)),
+                                       True)
+    return GLib.Variant.new_tuple(data)
 
 
 def role_flood(p: dict) -> None:
@@ -947,6 +961,10 @@ def role_flood(p: dict) -> None:
     started = time.monotonic()
     total = p["calls"]
     duration = p.get("seconds")  # with a duration: keep sending (calls per connection ignored) until then
+    # ``fds``: each call carries that many descriptors (of /dev/null) beside its arguments.
+    fd_list = Gio.UnixFDList.new_from_array([os.open("/dev/null", os.O_RDONLY) for _ in range(p["fds"])]) \
+        if p.get("fds") else None
+    huge = _huge_array(p.get("mib", 25)) if p["kind"] == "huge_watch" else None
 
     def more(c: int) -> bool:
         if duration is not None:
@@ -957,11 +975,17 @@ def role_flood(p: dict) -> None:
         path, interface, member, signature, args = _flood_call(p["kind"], c, state["sent"][c], p)
         state["sent"][c] += 1
         state["pending"] += 1
-        conns[c].call(SERVICE, path, interface, member, GLib.Variant(signature, args) if signature else None,
-                      None, Gio.DBusCallFlags.NO_AUTO_START, int(p.get("timeout", 60) * 1000), None, done, c)
+        body = huge if huge is not None else GLib.Variant(signature, args) if signature else None
+        timeout = int(p.get("timeout", 60) * 1000)
+        if fd_list is not None:
+            conns[c].call_with_unix_fd_list(SERVICE, path, interface, member, body, None,
+                                            Gio.DBusCallFlags.NO_AUTO_START, timeout, fd_list, None, done, c)
+        else:
+            conns[c].call(SERVICE, path, interface, member, body, None, Gio.DBusCallFlags.NO_AUTO_START, timeout,
+                          None, done, c)
 
     def done(conn, result, c):
-        _tally(errors, conn, result)
+        _tally(errors, conn, result, fd_list is not None)
         state["pending"] -= 1
         if more(c):
             send(c)

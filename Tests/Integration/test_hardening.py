@@ -76,9 +76,12 @@ def test_abusers_get_named_errors_and_the_daemon_keeps_answering(plain_lab):
     assert len(children(lab.client)) == 64
 
     bad = [
-        ("WatchHost", "s", ("x" * (1 << 20),), SERVICE + ".Error.InvalidTarget"),
+        ("WatchHost", "s", ("x" * 60_000,), SERVICE + ".Error.InvalidTarget"),
+        # Past 64 KiB of arguments a call is refused before it is decoded (hardening.md).
+        ("WatchHost", "s", ("x" * (1 << 20),), "org.freedesktop.DBus.Error.InvalidArgs"),
         ("WatchHost", "s", ("a." * 200,), SERVICE + ".Error.InvalidTarget"),
-        ("WatchAddress", "s", ("1" * 100_000,), SERVICE + ".Error.InvalidTarget"),
+        ("WatchAddress", "s", ("1" * 60_000,), SERVICE + ".Error.InvalidTarget"),
+        ("WatchAddress", "s", ("1" * 100_000,), "org.freedesktop.DBus.Error.InvalidArgs"),
         ("WatchHost", "as", (["a"] * 100_000,), "org.freedesktop.DBus.Error.InvalidArgs"),
         ("Query", "v", (harness.GLib.Variant("s", "x"),), "org.freedesktop.DBus.Error.InvalidArgs"),
         ("Release", "o", (ROOT_PATH + "/host/nothing",), SERVICE + ".Error.UnknownTarget"),
@@ -104,3 +107,45 @@ def test_abusers_get_named_errors_and_the_daemon_keeps_answering(plain_lab):
     greedy.close()
     abuser.close()
     wait_no_children(lab.client, "the abusers' targets released when they left")
+
+
+def _owns_the_name(lab) -> bool:
+    return bool(lab.client.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                "NameHasOwner", "s", (SERVICE,))[0])
+
+
+def test_the_daemon_serves_with_its_standard_descriptors_closed_or_its_log_pipe_broken(plain_lab):
+    """Started with stdin, stdout and stderr closed, and again with its output a pipe whose reader
+    has left, the daemon serves and goes on serving (it died of SIGPIPE, status 141, at its first
+    log line). Each run ends by SIGTERM, with status 0."""
+    import signal
+    import subprocess
+    lab = plain_lab
+    template = lab.daemon(start=False, args=["--system", "--backend", "kernel", "--verbose"])
+
+    def closed_stdio():
+        for fd in (0, 1, 2):
+            os.close(fd)
+
+    reader, writer = os.pipe()
+    os.close(reader)
+    for what, options in (("all standard descriptors closed", {"preexec_fn": closed_stdio}),
+                          ("its output a pipe whose reader left",
+                           {"stdin": subprocess.DEVNULL, "stdout": writer, "stderr": writer})):
+        process = subprocess.Popen(template.argv(), env=template.environment(), **options)
+        try:
+            harness.wait_until(lambda: _owns_the_name(lab) or process.poll() is not None, harness.START_TIMEOUT,
+                               f"the daemon, {what}, owning its name")
+            assert process.poll() is None, f"the daemon, {what}, exited with status {process.returncode}"
+            # It logs on every new target (--verbose): write after write to a broken pipe.
+            for i in range(3):
+                lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchAddress", "s", (f"192.0.2.{i + 1}",))
+            assert lab.client.get(SERVICE, ROOT_PATH, TARGET_IFACE, "Status") in (-1, 0, 1, 2)
+            assert process.poll() is None, f"the daemon, {what}, exited with status {process.returncode}"
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+            status = process.wait(harness.START_TIMEOUT)
+        assert status == 0, f"the daemon, {what}, ended with status {status}"
+        harness.wait_until(lambda: not _owns_the_name(lab), harness.START_TIMEOUT, "the name released")
+    os.close(writer)

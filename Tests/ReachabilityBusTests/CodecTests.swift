@@ -31,6 +31,34 @@ struct CodecTests {
         #expect(roundTrip([.string("a\0b")]) == [.string("ab")])
     }
 
+    /// Whether a message holding `values` is found to exceed `limit` bytes of arguments.
+    private func exceeds(_ values: [DBusValue], _ limit: Int) -> Bool {
+        let message = dbus_message_new_signal("/a", "org.example.I", "S")!
+        defer { dbus_message_unref(message) }
+        #expect(MessageCodec.appendBody(values, to: message))
+        return MessageCodec.bodyExceeds(message, limit)
+    }
+
+    @Test("a body's size is told without decoding it, and no call of the contract comes near the limit")
+    func bodySize() {
+        let limit = BusConnection.maxArguments
+        // The contract's calls: a host name, an address, a property name, Set's value.
+        #expect(!exceeds([.string(String(repeating: "a", count: 253))], limit))
+        #expect(!exceeds([.string("io.github.reachabilityd.Reachability1.Target"), .string("Flags"),
+                          .variant(.uint32(2))], limit))
+        #expect(!exceeds([], limit))
+        // Past it, whatever the shape: a string, a fixed-size array, an array of strings, nested.
+        #expect(exceeds([.string(String(repeating: "x", count: limit + 1))], limit))
+        #expect(exceeds([.array(elementSignature: "y", Array(repeating: .byte(1), count: limit + 1))], limit))
+        #expect(exceeds([.array(elementSignature: "t", Array(repeating: .uint64(1), count: limit / 8 + 1))], limit))
+        #expect(exceeds([.strings(Array(repeating: "abcdefghijk", count: limit / 16 + 1))], limit))
+        #expect(exceeds([.variant(.structure([.int32(1), .strings(Array(repeating: "x", count: limit))]))], limit))
+        #expect(exceeds([.vardict((0..<(limit / 8)).map { ("k\($0)", .boolean(true)) })], limit))
+        // Just under it, not.
+        #expect(!exceeds([.string(String(repeating: "x", count: limit - 64))], limit))
+        #expect(!exceeds([.array(elementSignature: "y", Array(repeating: .byte(1), count: limit - 64))], limit))
+    }
+
     @Test("object path grammar", arguments: [
         ("/", true), ("/a/b_c/D1", true), ("", false), ("a", false), ("/a/", false), ("//a", false),
         ("/a-b", false), ("/a.b", false), ("/é", false),

@@ -46,9 +46,14 @@ struct FairnessTests {
         _ = queue.next()
         for i in 0..<3 { try queue.enqueue(i, user: 1, cost: 10) }
         #expect(throws: FairQueue<Int>.Refusal.userFull(items: 3, cost: 30)) { try queue.enqueue(9, user: 1, cost: 10) }
+        // The same verdict is told without an item (a call refused before it is decoded).
+        #expect(queue.refusal(for: 1) == .userFull(items: 3, cost: 30))
+        #expect(queue.refusal(for: 2) == nil)
         // Another user still has room.
         try queue.enqueue(7, user: 2, cost: 10)
         #expect(queue.count(of: 2) == 1)
+        #expect(queue.refusal(for: 2, cost: 991) == .userFull(items: 1, cost: 10))
+        #expect(queue.refusal(for: 2, cost: 990) == nil)
     }
 
     @Test("the whole queue is bounded, so no number of users can grow it without end")

@@ -1,0 +1,89 @@
+import CDBus
+import ReachabilityCore
+import ReachabilityLoop
+
+/// Refusals leave in turn, as answers do (`BusConnection+Flow`).
+///
+/// A flood past its user's share of the queue is refused (`LimitsExceeded`). Sent at once,
+/// those refusals lined up in libdbus's outgoing queue — tens of thousands while the bus was
+/// slow to read the service — ahead of another user's answer and of the service's own read
+/// receipts: a victim's calls waited seconds there, its receipt timed out, and it was taken for
+/// a peer that does not read. So a refusal is sent at once only while the answers already made
+/// are leaving; otherwise it waits, a few dozen bytes (`LaterError`, no message), in its user's
+/// turn, and leaves as the socket takes it. Its caller's window stays full meanwhile, so the
+/// flood also sends less.
+extension BusConnection {
+    /// The user refusals are charged to while their caller is not identified yet.
+    static let unidentifiedUser = UserID.max
+    /// Refusals sent in one turn at most.
+    static let refusalsPerTurn = 256
+
+    func scheduleServing() {
+        guard callers.serveIdle == nil, !callers.queue.isEmpty || !callers.refusals.isEmpty else { return }
+        callers.serveIdle = Sources.idle { [unowned self] in
+            self.callers.serveIdle = nil
+            self.serveQueued()
+        }
+    }
+
+    /// Serves waiting calls, then sends waiting refusals with what room the socket has left:
+    /// refusals after calls, or their line would keep the answers behind and serve each user
+    /// only once.
+    func serveQueued() {
+        serveCalls()
+        sendRefusals()
+    }
+
+    /// Answers `call` with `LimitsExceeded` saying `why`: now, or in its user's turn.
+    func refuse(_ call: MethodCall, _ why: String) {
+        let error = BusError.limitsExceeded(why)
+        guard isWritingBehind || !callers.refusals.isEmpty else { return call.fail(error) }
+        guard let later = call.answerLater(error) else { return }
+        refuse(later, user: callers.users[call.sender])
+    }
+
+    /// Refuses the call in `message` from `sender` before it is decoded, when its user's share of
+    /// the queue is used up (it would be queued, then refused): a flood past its share costs a
+    /// lookup and a few dozen bytes a call. Returns whether it did.
+    func refuseIfFull(_ message: OpaquePointer, from sender: String) -> Bool {
+        guard let user = callers.users[sender], let full = callers.queue.refusal(for: user) else { return false }
+        guard dbus_message_get_no_reply(message) == 0 else { return true }
+        let error = BusError.limitsExceeded("\(full); try again once the answers already sent have been read")
+        refuse(LaterError(destination: sender, serial: dbus_message_get_serial(message), error: error), user: user)
+        return true
+    }
+
+    private func refuse(_ later: LaterError, user: UserID?) {
+        guard isWritingBehind || !callers.refusals.isEmpty else { return sendRefusal(later) }
+        do {
+            try callers.refusals.enqueue(later, user: user ?? Self.unidentifiedUser, cost: later.size)
+            callers.refusalsPeak = max(callers.refusalsPeak, callers.refusals.count)
+        } catch {
+            return sendRefusal(later)  // Past even that bound: at once, as before.
+        }
+        scheduleServing()
+    }
+
+    /// Sends waiting refusals while the answers leave, round-robin between users; comes back
+    /// when the socket can be written to, or in the next turn.
+    func sendRefusals() {
+        var sent = 0
+        while sent < Self.refusalsPerTurn, !isWritingBehind, let (_, later) = callers.refusals.next() {
+            sendRefusal(later)
+            sent += 1
+        }
+        guard !callers.refusals.isEmpty else {
+            // A line of refusals that has drained held memory worth giving back.
+            if sent > 0, callers.refusalsPeak >= Self.refusalsPerTurn { Memory.trimSoon() }
+            callers.refusalsPeak = 0
+            return
+        }
+        if !isWritingBehind || !waitForOutput() { scheduleServing() }
+    }
+
+    private func sendRefusal(_ later: LaterError) {
+        guard let reply = later.message() else { return }
+        defer { dbus_message_unref(reply) }
+        send(reply, to: later.destination, size: later.size)
+    }
+}
