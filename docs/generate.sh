@@ -13,6 +13,8 @@ done
 swift package --allow-writing-to-package-directory generate-manual \
     --date 2026-11-22 --authors "reachabilityd contributors"
 cp .build/plugins/GenerateManual/outputs/reachctl/reachctl.1 docs/man/reachctl.1
+# The sections the plugin does not write (EXIT STATUS as reachctl means it, FILES, SEE ALSO).
+docs/man-sections.py docs/man/reachctl.1
 # The D-Bus API's page, from the contract's comments.
 docs/dbus-man.py
 echo "docs: man pages and completions regenerated"
