@@ -66,8 +66,11 @@ final class TargetWiring: EvaluationSink {
         // One notice per change of the internet's answer as a person reads it.
         if target === internet.target, target.state.summary != old.summary, target.state.flags != nil {
             let state = target.state
+            // A lost route has no interface of its own: the record names the one the internet went
+            // through until now (the link whose carrier went), so REACH_INTERFACE= finds the event.
+            let interface = state.interface.isEmpty ? old.interface : state.interface
             logger.notice("internet: \(state.summary)", metadata: .event(.internetChanged, [
-                "reason": "\(state.reason?.rawValue ?? "")", "interface": "\(state.interface)",
+                "reason": "\(state.reason?.rawValue ?? "")", "interface": "\(interface)",
             ]))
         }
         metrics.targetChanged(target)

@@ -50,7 +50,7 @@ struct TargetWiringTests {
         #expect(fixture.property("Status", at: Names.rootPath) == Self.notReachable)
     }
 
-    @Test("each change of the internet's answer is one notice, with its event, reason and interface as metadata")
+    @Test("each change of the internet's answer is one notice, with its event, reason and interface (the lost one's when it has none) as metadata")
     @LoopActor func internetNotice() {
         let fixture = DaemonFixture()
         for address in ["8.8.8.8", "1.1.1.1", "9.9.9.9"] { fixture.network.route(address, nil) }
@@ -63,6 +63,8 @@ struct TargetWiringTests {
         #expect(notices.allSatisfy { $0.metadata[Log.Event.metadataKey] == "\(Log.Event.internetChanged.id)" })
         #expect(notices.first?.metadata["reason"] == "" && notices.first?.metadata["interface"] == "kveth0")
         #expect(notices.last?.metadata["reason"] == "\(state.reason?.rawValue ?? "")")
+        #expect(state.interface.isEmpty && notices.last?.metadata["interface"] == "kveth0",
+                "a lost route's record names the interface it went through")
         #expect(notices.last?.metadata.count == 3, "\(notices.last?.metadata ?? [:])")
     }
 
