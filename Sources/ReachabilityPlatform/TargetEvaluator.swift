@@ -16,7 +16,8 @@ import ReachabilityLoop
 ///   exhaustive `switch` over `WatchedTarget.Spec`;
 /// - `TargetEvaluator+Lookups`: host names, looked up through a `NameResolver` on
 ///   every network change, on demand, and on a refresh timer that exists only
-///   while host targets exist; `LookupRetries`: again soon after a temporary failure;
+///   while host targets exist; `LookupSchedule`: again soon after a temporary failure,
+///   and when an answer's lifetime (its TTL) runs out;
 /// - `PathEvaluation`: the per-interface paths, only while wanted;
 /// - `TargetEvaluator+Users`: the answers of users the uid rules route otherwise;
 /// - `TargetEvaluator+Queries`: one-shot answers, kept nowhere.
@@ -43,8 +44,8 @@ public final class TargetEvaluator {
     var isEvaluating = false
     /// Looks every host up again, while host targets exist.
     var refreshTimer: SourceHandle?
-    /// The lookups owed again after a temporary failure.
-    private(set) lazy var retries = LookupRetries { [unowned self] in self.resolve($0, afresh: false) }
+    /// The lookups owed at a time of their own: after a temporary failure, at an answer's TTL.
+    private(set) lazy var schedule = LookupSchedule { [unowned self] in self.resolve($0, afresh: false) }
     let refreshInterval: UInt32
 
     /// Where every result goes (weak: the sink owns this evaluator).

@@ -141,12 +141,15 @@ public final class WatchedHost {
     var lookup: (any NameLookup)?
     /// A network change arrived while a lookup was in flight: look up again when it ends.
     var lookupAgain = false
+    /// `lookup` asks only how long the last answer lives (`NameResolver.lifetime`): a new
+    /// reason to look the name up replaces it at once.
+    var isAskingLifetime = false
     /// Temporary failures in a row since the last answer or fresh lookup: how long the
-    /// next retry waits (`LookupRetries`). One byte, beside `lookupAgain`: with the
+    /// next retry waits (`LookupSchedule`). One byte, beside the flags: with the
     /// reference below, a host still takes the allocation it took without them.
     var temporaryFailures: UInt8 = 0
-    /// Where a retry is owed, while one is (weak: the evaluator owns it).
-    weak var retries: LookupRetries?
+    /// Where a lookup is owed, while one is (weak: the evaluator owns it).
+    weak var schedule: LookupSchedule?
 
     init(name: String, owner: UserID) {
         self.name = name
@@ -162,6 +165,6 @@ public final class WatchedHost {
     func cancel() {
         lookup?.cancel()
         lookup = nil
-        retries?.forget(self)
+        schedule?.forget(self)
     }
 }

@@ -61,9 +61,11 @@ struct TargetInputTests {
         #expect(try TargetInput.parseHost("::1").key == TargetKey(kind: .address, name: "::1"))
     }
 
-    @Test("host names are lower-cased, lose a trailing dot, and IDN becomes ASCII")
+    @Test("host names are lower-cased, keep a trailing dot (absolute: another target), and IDN becomes ASCII")
     func hosts() throws {
-        #expect(try TargetInput.parseHost("Example.COM.").key == TargetKey(kind: .host, name: "example.com"))
+        #expect(try TargetInput.parseHost("Example.COM.").key == TargetKey(kind: .host, name: "example.com."))
+        #expect(try TargetInput.parseHost("Example.COM").key == TargetKey(kind: .host, name: "example.com"))
+        #expect(try TargetInput.parseHost("192.0.2.1.").key == TargetKey(kind: .address, name: "192.0.2.1"))
         #expect(try TargetInput.parseHost("bücher.example").key
                 == TargetKey(kind: .host, name: "xn--bcher-kva.example"))
     }
