@@ -97,10 +97,10 @@ package final class Runtime {
         case .success(let daemon):
             daemon.isServiceAvailable { [logger] available in
                 if available {
-                    logger.debug("answering through \(ServiceNames.busName) on the system bus")
-                    return done(.success(.daemon))
+                    return Self.checkNamespace(of: daemon, requested: requested, logger: logger, done)
                 }
                 if requested != .daemon {
+                    ReachabilityMode.noteInProcess("no \(ServiceNames.busName) on the system bus")
                     logger.info("\(ServiceNames.busName) is not on the system bus; answering in-process")
                 }
                 done(requested == .daemon
@@ -108,8 +108,37 @@ package final class Runtime {
                     : .success(.inProcess))
             }
         case .failure(let error):
-            if requested != .daemon { logger.info("cannot use the system bus (\(error)); answering in-process") }
+            if requested != .daemon {
+                ReachabilityMode.noteInProcess("cannot use the system bus (\(error))")
+                logger.info("cannot use the system bus (\(error)); answering in-process")
+            }
             done(requested == .daemon ? .failure(error) : .success(.inProcess))
+        }
+    }
+
+    /// The daemon answers for its own network namespace (`Manager.NetworkNamespace`): a process
+    /// in another (a container given the host's bus socket) answers in-process instead, for its
+    /// own — unless it asked for the daemon, which it then gets, told so in the log. A daemon
+    /// that does not say (an older one, 0: unknown) is taken as this namespace's.
+    private static func checkNamespace(of daemon: DaemonBackend, requested: ReachabilityMode?, logger: Logger,
+                                       _ done: @escaping (Result<ReachabilityMode, ReachabilityError>) -> Void) {
+        daemon.call(DaemonBackend.root, DaemonBackend.properties, "Get",
+                    [.string(ServiceNames.managerInterface), .string(Contract.Manager.networkNamespace.name)]) {
+            result in
+            let ours = NetworkNamespace.current()
+            guard case .success(let values) = result, case .variant(.uint64(let theirs))? = values.first,
+                  theirs != 0, ours != 0, theirs != ours else {
+                logger.debug("answering through \(ServiceNames.busName) on the system bus")
+                return done(.success(.daemon))
+            }
+            let why = "reachabilityd answers for network namespace \(theirs), this process is in \(ours)"
+            if requested == .daemon {
+                logger.info("\(why); answering through it as asked: its answers are its namespace's")
+                return done(.success(.daemon))
+            }
+            ReachabilityMode.noteInProcess(why)
+            logger.info("\(why); answering in-process")
+            done(.success(.inProcess))
         }
     }
 
