@@ -51,6 +51,10 @@ static inline int reach_recvmmsg(int fd, struct reach_mmsghdr *vector, unsigned 
     return (int)syscall(SYS_recvmmsg, fd, vector, count, flags, (void *)0);
 }
 
+/* timerfd(2): a CLOCK_REALTIME timer with TFD_TIMER_CANCEL_ON_SET wakes its reader when the
+ * wall clock is set (a jump, or the kernel's resume from suspend). */
+#include <sys/timerfd.h>
+
 /* One DNS query of `name` for records of `type` (1: A, 28: AAAA) with the system
  * resolver's own configuration (resolv.conf's servers, search list and options; a name
  * with a trailing dot is absolute), the reply's message written to `answer`: its length,

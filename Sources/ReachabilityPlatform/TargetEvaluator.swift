@@ -47,6 +47,8 @@ public final class TargetEvaluator {
     /// The lookups owed at a time of their own: after a temporary failure, at an answer's TTL.
     private(set) lazy var schedule = LookupSchedule { [unowned self] in self.resolve($0, afresh: false) }
     let refreshInterval: UInt32
+    /// Resumes from sleep (the live network only).
+    private var sleepWatch: SleepWatch?
 
     /// Where every result goes (weak: the sink owns this evaluator).
     public weak var sink: EvaluationSink?
@@ -89,6 +91,16 @@ public final class TargetEvaluator {
         start(source: try NetworkObserver(mode: mode, logger: logger, failureLevel: failureLevel) {
             [unowned self] in self.networkChanged()
         })
+        sleepWatch = SleepWatch(logger: logger) { [unowned self] why in self.resumed(why) }
+    }
+
+    /// After a resume (`SleepWatch`): everything read again at once, on the loop, before any
+    /// other call is answered — links, addresses, routes, rules and neighbours (every cached
+    /// route answer forgotten), and every host looked up again — and then the invalidation.
+    public func resumed(_ why: String) {
+        logger.info("resumed from sleep (\(why)); evaluating everything again")
+        reevaluateEverything()
+        sink?.invalidated(.resumed)
     }
 
     /// Reads the network from `source` instead (recorded answers a test replays); the
