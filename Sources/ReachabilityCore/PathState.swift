@@ -52,6 +52,9 @@ public struct PathState: Sendable, Hashable {
     public var linkQuality: LinkQuality
     /// Why the internet is not reachable (the internet target's `reason`); `nil` when it is.
     public var reason: Reason?
+    /// The network the default route leads to, opaque and keyed per machine
+    /// (`NetworkIdentity`); "" without a default route.
+    public var networkIdentity = ""
 
     public init(interfaces: [PathInterface] = [], flags: ReachabilityFlags = [], dnsConfigured: Bool = false,
                 isExpensive: Bool = false, isConstrained: Bool = false, linkQuality: LinkQuality = .unknown,

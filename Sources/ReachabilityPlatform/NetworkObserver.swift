@@ -185,4 +185,20 @@ extension NetworkObserver {
     public func follow(gateways: Set<String>) {
         monitor?.follow(gateways: gateways)
     }
+
+    public func neighbour(of address: IPAddress, on link: Int32) -> [UInt8]? {
+        asked("read the neighbour entry of \(address)", or: nil) { () throws(NetlinkError) in
+            try netlink.neighbour(of: address, on: link)
+        }
+    }
+
+    /// NetworkManager's DNS configuration while it is used and running (`dnsServers`), else
+    /// the resolver file's name servers, search domains and options.
+    public func dnsConfiguration() -> String {
+        if mode != .kernel, let servers = networkManager?.dnsServers { return servers }
+        let text = Sysfs.read(Self.resolverConfigurationPath, limit: 65536) ?? ""
+        return text.split(separator: "\n").filter { line in
+            ["nameserver", "search", "domain", "options"].contains { line.hasPrefix($0) }
+        }.joined(separator: "\n")
+    }
 }

@@ -49,6 +49,8 @@ public final class TargetEvaluator {
     let refreshInterval: UInt32
     /// Resumes from sleep (the live network only).
     private var sleepWatch: SleepWatch?
+    /// Within `resumed`: the invalidation is `resumed`, whatever the paths say.
+    private var isResuming = false
 
     /// Where every result goes (weak: the sink owns this evaluator).
     public weak var sink: EvaluationSink?
@@ -68,7 +70,7 @@ public final class TargetEvaluator {
             if isPathWanted {
                 if hasFacts { evaluatePath() }
             } else {
-                paths.state = .none
+                paths.reset()
             }
         }
     }
@@ -99,7 +101,9 @@ public final class TargetEvaluator {
     /// route answer forgotten), and every host looked up again — and then the invalidation.
     public func resumed(_ why: String) {
         logger.info("resumed from sleep (\(why)); evaluating everything again")
+        isResuming = true
         reevaluateEverything()
+        isResuming = false
         sink?.invalidated(.resumed)
     }
 
@@ -237,9 +241,11 @@ public final class TargetEvaluator {
     /// the words returned.
     @discardableResult
     private func evaluatePath(logged: Bool = true) -> String {
-        let (changed, words) = paths.evaluate(facts, source: source)
+        let (changed, invalidation, words) = paths.evaluate(facts, source: source)
         if logged { logger.debug("\(words)") }
         if changed { sink?.pathChanged(paths.state) }
+        // After a resume, `resumed` says it instead, once.
+        if let invalidation, !isResuming { sink?.invalidated(invalidation) }
         return words
     }
 

@@ -22,6 +22,7 @@ import tenants
 from harness import IS_DIRECT, REACHABLE, SERVICE
 from tenants import FAST_ZONE
 from test_name_lookups import watch
+from test_network_identity import PATH_IFACE, invalidations, watch_path
 
 LOGIND = "org.freedesktop.login1"
 LOGIND_PATH = "/org/freedesktop/login1"
@@ -83,6 +84,8 @@ def test_after_a_resume_everything_is_read_again(sleep_lab):
         daemon = lab.start_daemon()
         held = watch(lab, name)
         held.wait_status(2, REACHABLE | IS_DIRECT, f"{name} at 192.0.2.10")
+        path = watch_path(lab)
+        mark = path.mark()
 
         # Asleep, the network moved under us: its answer is another now.
         logind.prepare_for_sleep(True)
@@ -100,8 +103,15 @@ def test_after_a_resume_everything_is_read_again(sleep_lab):
         assert "resumed from sleep" not in daemon.log_text(), "a spoofed PrepareForSleep was believed"
         assert lab.dns.count(name_contains=name) == asked, "a spoofed resume looked names up"
 
+        assert invalidations(path, mark) == [], path.history(mark)
+
         logind.prepare_for_sleep(False)
         held.wait_props({"Addresses": ["198.51.100.7"], "Status": 0}, f"{name} follows its new answer on resume")
         assert "resumed from sleep (logind); evaluating everything again" in daemon.log_text()
+        # Told once, although the internet's flags did not change.
+        harness.wait_until(lambda: invalidations(path, mark), harness.CHANGE_TIMEOUT, "Invalidated(resumed)",
+                           lambda: path.history(mark))
+        assert invalidations(path, mark) == ["resumed"], path.history(mark)
+        assert path.state[PATH_IFACE]["Flags"] & REACHABLE
     finally:
         logind.stop()

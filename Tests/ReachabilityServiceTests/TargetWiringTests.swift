@@ -168,11 +168,15 @@ struct TargetWiringTests {
             func factsReloaded(_ facts: NetworkFacts) { backends.append(facts.backend) }
             func pathChanged(_ state: PathState) {}
             func evaluationFinished() { evaluations += 1 }
+            var invalidations: [InvalidationReason] = []
+            func invalidated(_ reason: InvalidationReason) { invalidations.append(reason) }
         }
         let fixture = DaemonFixture()
         let daemon = Daemon()
         fixture.wiring.daemon = daemon
         fixture.evaluator.networkChanged()
         #expect(daemon.backends == [.kernel] && daemon.evaluations == 1)
+        fixture.evaluator.resumed("a test")
+        #expect(daemon.invalidations == [.resumed] && daemon.evaluations == 2, "a resume: everything again, then told once")
     }
 }
