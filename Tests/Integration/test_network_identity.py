@@ -100,3 +100,47 @@ def test_invalidated_once_per_event_with_its_reason(tenant_lab):
                        "Invalidated(dns-changed)", lambda: path.history(mark))
     assert invalidations(path, mark) == ["dns-changed"], path.history(mark)
     assert path.state[PATH_IFACE]["Flags"] == flags and identity(path) == before
+
+
+EXAMPLE = harness.daemon_binary().parent / "network-path-example"
+
+
+def test_nwpathmonitor_gets_a_new_path_on_another_network(tenant_lab):
+    """network-path-example (Apple's NWPathMonitor code) through the daemon: another router behind
+    the gateway's address changes nothing NWPath shows, and the monitor still delivers a new path,
+    as Apple's does on a gateway change."""
+    import os  # pylint: disable=import-outside-toplevel
+    import select  # pylint: disable=import-outside-toplevel
+    import subprocess  # pylint: disable=import-outside-toplevel
+    import time  # pylint: disable=import-outside-toplevel
+    lab = tenant_lab
+    router(lab, ROUTER_A)
+    lab.start_daemon()
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=lab.bus.address)
+    process = subprocess.Popen(harness.Namespaces.exec_argv(lab.netns) + [str(EXAMPLE)],  # pylint: disable=consider-using-with
+                               stdout=subprocess.PIPE, env=env)
+    lines = []
+
+    def handler_lines(count, what):
+        deadline = time.monotonic() + harness.CHANGE_TIMEOUT
+        buffer = b""
+        while sum(1 for line in lines if line.startswith("handler ")) < count:
+            left = deadline - time.monotonic()
+            assert left > 0, f"{what}: lines so far {lines}"
+            if select.select([process.stdout], [], [], left)[0]:
+                chunk = os.read(process.stdout.fileno(), 65536)
+                assert chunk, f"the example ended ({process.poll()}): {lines}"
+                buffer += chunk
+                *done, buffer = buffer.split(b"\n")
+                lines.extend(line.decode() for line in done)
+        return [line for line in lines if line.startswith("handler ")]
+
+    try:
+        first = handler_lines(1, "the first path")[0]
+        assert first.startswith("handler satisfied"), first
+        router(lab, ROUTER_B)
+        second = handler_lines(2, "a new path for another router")[1]
+        assert second == first, "the same path in every field NWPath has, delivered again"
+    finally:
+        process.terminate()
+        process.wait(5)
