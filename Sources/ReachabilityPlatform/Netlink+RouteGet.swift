@@ -300,6 +300,10 @@ extension Netlink {
         if let uid = query.uid {
             payload += attribute(UInt16(RTA_UID.rawValue), withUnsafeBytes(of: uid) { Array($0) })
         }
+        // The packet answers are for: TCP to port 443, what most clients send (HTTPS), so that
+        // `ip rule … ipproto tcp` / `dport 443` rules are asked about (kernel 4.17 and later).
+        payload += attribute(UInt16(RTA_IP_PROTO.rawValue), [UInt8(IPPROTO_TCP)])
+        payload += attribute(UInt16(RTA_DPORT.rawValue), [UInt8(443 >> 8), UInt8(443 & 0xFF)])
         var header = nlmsghdr()
         header.nlmsg_len = UInt32(MemoryLayout<nlmsghdr>.size + payload.count)
         header.nlmsg_type = UInt16(RTM_GETROUTE)

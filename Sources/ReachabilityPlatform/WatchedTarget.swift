@@ -124,12 +124,20 @@ public final class WatchedHost {
         case resolved([IPAddress])
         case failed(String)
 
-        /// A lookup's answer.
+        /// A lookup's answer. An unspecified address (a blocking resolver's 0.0.0.0 or `::`)
+        /// is where a connect to it goes: the local host (127.0.0.1, `::1`).
         init(_ result: Result<[IPAddress], ResolveError>) {
             switch result {
-            case .success(let addresses): self = .resolved(addresses)
+            case .success(let addresses): self = .resolved(addresses.map(Self.connected))
             case .failure(let error): self = .failed(error.message)
             }
+        }
+
+        private static let loopback = (v4: try! IPAddress(parsing: "127.0.0.1"), v6: try! IPAddress(parsing: "::1"))
+
+        private static func connected(_ address: IPAddress) -> IPAddress {
+            guard AddressText.isUnspecified(address.description) else { return address }
+            return address.family == .ipv4 ? loopback.v4 : loopback.v6
         }
     }
 

@@ -113,8 +113,8 @@ def _qname(packet: bytes) -> tuple:
 def dns_answer(packet: bytes, failing: frozenset = frozenset(), table: Optional[dict] = None) -> tuple:
     """(zone, reply or None) for one query: ``fast`` answered, ``never`` dropped, ``other`` NXDOMAIN;
     a name in ``failing`` is answered SERVFAIL (zone ``servfail``: the server cannot answer for now).
-    A name in ``table`` (``name: (IPv4 address, TTL)``) is answered with that A record and no
-    AAAA (zone ``fast``), whatever its zone."""
+    A name in ``table`` (``name: (address, TTL)``) is answered with that A (or, for an IPv6
+    address, AAAA) record alone (zone ``fast``), whatever its zone."""
     try:
         name, qtype, end = _qname(packet)
     except (IndexError, ValueError, struct.error):
@@ -131,11 +131,12 @@ def dns_answer(packet: bytes, failing: frozenset = frozenset(), table: Optional[
     elif table and name in table:
         rcode = 0
         address, ttl = table[name]
-        if qtype == 1:
+        if qtype == 1 and ":" not in address:
             records = struct.pack("!HHHIH", 0xC00C, 1, 1, ttl, 4) + socket.inet_pton(socket.AF_INET, address)
             count = 1
-        else:
-            records = b""
+        elif qtype == 28 and ":" in address:
+            records = struct.pack("!HHHIH", 0xC00C, 28, 1, ttl, 16) + socket.inet_pton(socket.AF_INET6, address)
+            count = 1
     elif name == FAST_ZONE or name.endswith("." + FAST_ZONE):
         rcode = 0
         if qtype == 1:
