@@ -71,6 +71,9 @@ static inline int reach_dns_query(const char *name, int type, unsigned char *ans
         res_nclose(&state);
         return -1;
     }
+    /* Bounded: 2 s per server, one attempt (getaddrinfo has just had its answer from them). */
+    state.retrans = 2;
+    state.retry = 1;
     int count = res_nsearch(&state, name, ns_c_in, type, answer, length);
     res_nclose(&state);
     return count;

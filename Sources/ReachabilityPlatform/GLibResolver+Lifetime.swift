@@ -1,5 +1,6 @@
 import CGLib
 import CNetlink
+import Glibc
 import ReachabilityCore
 import ReachabilityLoop
 
@@ -17,9 +18,12 @@ import ReachabilityLoop
 /// addresses' lookup has answered (the answer is applied first), and only for a name whose
 /// lookup found addresses.
 extension GLibResolver {
+    /// Not asked for a name of the hosts file (`localhost` among them): its answer has no
+    /// lifetime, and a DNS query for it could wait on a server that never answers.
     public func lifetime(of host: String, addresses: [IPAddress], owner: UserID,
                          completion: @escaping (UInt32?) -> Void) -> (any NameLookup)? {
-        enqueue(Lookup(host: host, owner: owner, work: .lifetime(addresses: addresses, completion)))
+        if hostsFile.names.contains(host.hasSuffix(".") ? String(host.dropLast()) : host) { return nil }
+        return enqueue(Lookup(host: host, owner: owner, work: .lifetime(addresses: addresses, completion)))
     }
 
     /// Wraps `g_task_new` and `g_task_run_in_thread`.
@@ -72,5 +76,42 @@ final class LifetimeQuery: Sendable {
     init(name: String, expected: Set<[UInt8]>) {
         self.name = name
         self.expected = expected
+    }
+}
+
+/// The names of the hosts file (`/etc/hosts`), read again when it changed (its modification
+/// time and size, one `stat` per use).
+@LoopActor
+final class HostsFile {
+    private let path: String
+    private var stamp: (Int, Int, Int)?
+    private(set) var cached: Set<String> = []
+
+    init(path: String = "/etc/hosts") { self.path = path }
+
+    /// Wraps `open(2)` and `fstat(2)`.
+    var names: Set<String> {
+        var info = stat()
+        var now: (Int, Int, Int)?
+        if case .success(let fd) = Syscall.call({ open(path, O_RDONLY | O_CLOEXEC) }) {
+            if case .success = Syscall.call({ fstat(fd, &info) }) {
+                now = (Int(info.st_mtim.tv_sec), Int(info.st_mtim.tv_nsec), Int(info.st_size))
+            }
+            close(fd)
+        }
+        if let now, let stamp, now == stamp { return cached }
+        stamp = now
+        cached = Self.parse(Syscall.readFile(path, limit: 1 << 20) ?? "")
+        return cached
+    }
+
+    /// Every name of every line (the address first, `#` comments aside), lower-cased.
+    nonisolated static func parse(_ text: String) -> Set<String> {
+        var names: Set<String> = []
+        for line in text.split(separator: "\n") {
+            let fields = line.prefix { $0 != "#" }.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            for name in fields.dropFirst() { names.insert(name.lowercased()) }
+        }
+        return names
     }
 }

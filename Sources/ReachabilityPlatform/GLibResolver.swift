@@ -60,6 +60,8 @@ public final class GLibResolver: NameResolver {
     public private(set) var peakInFlight = 0
 
     private let logger: Logger
+    /// The hosts file's names: they are not asked a lifetime (`lifetime(of:…)`).
+    let hostsFile = HostsFile()
 
     /// `logger` hears how far each burst of lookups went (at `debug`).
     public init(logger: Logger) {

@@ -102,6 +102,12 @@ struct NameLifetimeTests {
         #expect(NameLifetime.delay(ttl: 300, refreshInterval: 300, spread: 0) == nil)
     }
 
+    @Test("the hosts file's names (asked no lifetime): every name of a line, comments aside, lower-cased")
+    func hostsFile() {
+        let text = "127.0.0.1\tlocalhost Localhost.Localdomain\n# 192.0.2.9 commented.test\n::1 ip6-localhost # x.test\n"
+        #expect(HostsFile.parse(text) == ["localhost", "localhost.localdomain", "ip6-localhost"])
+    }
+
     @Test("DNS answers: the addresses and the least TTL, CNAMEs included; errors and no address are nil")
     func parse() {
         // Header: id, flags (response, NOERROR), 1 question, 2 answers.
