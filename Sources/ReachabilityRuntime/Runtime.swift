@@ -100,7 +100,7 @@ package final class Runtime {
                     return Self.checkNamespace(of: daemon, requested: requested, logger: logger, done)
                 }
                 if requested != .daemon {
-                    ReachabilityMode.noteInProcess("no \(ServiceNames.busName) on the system bus")
+                    ReachabilityMode.noteInProcess("no reachabilityd on the system bus")
                     logger.info("\(ServiceNames.busName) is not on the system bus; answering in-process")
                 }
                 done(requested == .daemon
@@ -109,7 +109,7 @@ package final class Runtime {
             }
         case .failure(let error):
             if requested != .daemon {
-                ReachabilityMode.noteInProcess("cannot use the system bus (\(error))")
+                ReachabilityMode.noteInProcess("no reachabilityd on the system bus")
                 logger.info("cannot use the system bus (\(error)); answering in-process")
             }
             done(requested == .daemon ? .failure(error) : .success(.inProcess))
@@ -119,12 +119,14 @@ package final class Runtime {
     /// The daemon answers for its own network namespace (`Manager.NetworkNamespace`): a process
     /// in another (a container given the host's bus socket) answers in-process instead, for its
     /// own — unless it asked for the daemon, which it then gets, told so in the log. A daemon
-    /// that does not say (an older one, 0: unknown) is taken as this namespace's.
+    /// that does not say (an older one, 0: unknown), or does not answer within 3 s (it is
+    /// starting, or hung: its calls then fail on their own), is taken as this namespace's.
     private static func checkNamespace(of daemon: DaemonBackend, requested: ReachabilityMode?, logger: Logger,
                                        _ done: @escaping (Result<ReachabilityMode, ReachabilityError>) -> Void) {
-        daemon.call(DaemonBackend.root, DaemonBackend.properties, "Get",
-                    [.string(ServiceNames.managerInterface), .string(Contract.Manager.networkNamespace.name)]) {
-            result in
+        daemon.connection.callAsync(
+            destination: ServiceNames.busName, path: DaemonBackend.root, interface: DaemonBackend.properties,
+            member: "Get", [.string(ServiceNames.managerInterface), .string(Contract.Manager.networkNamespace.name)],
+            timeoutMilliseconds: 3000) { result in
             let ours = NetworkNamespace.current()
             guard case .success(let values) = result, case .variant(.uint64(let theirs))? = values.first,
                   theirs != 0, ours != 0, theirs != ours else {
