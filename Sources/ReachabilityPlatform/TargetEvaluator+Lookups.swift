@@ -37,6 +37,7 @@ extension TargetEvaluator {
         host.lookup = resolver.lookup(host.name, owner: host.owner) {
             [unowned self, unowned target, unowned host] result in
             host.lookup = nil
+            let previous = host.resolution
             host.resolution = WatchedHost.Resolution(result)
             self.apply(self.state(of: target), to: target)
             if host.lookupAgain {
@@ -47,7 +48,14 @@ extension TargetEvaluator {
             }
             self.retryIfTemporary(result, target: target, host: host)
             if case .success(let addresses) = result, !addresses.isEmpty {
-                self.askLifetime(of: target, host: host, addresses: addresses)
+                if host.ttl > 0, previous == host.resolution {
+                    // The same answer (a network change asked again): the lifetime it had.
+                    self.oweLookup(target, ttl: host.ttl)
+                } else {
+                    self.askLifetime(of: target, host: host, addresses: addresses)
+                }
+            } else {
+                host.ttl = 0
             }
             self.sink?.lookupSettled(target)
         }
@@ -61,13 +69,19 @@ extension TargetEvaluator {
             [unowned self, unowned target, unowned host] ttl in
             host.lookup = nil
             host.isAskingLifetime = false
-            guard let ttl, let delay = NameLifetime.delay(ttl: ttl, refreshInterval: self.refreshInterval,
-                                                           spread: Double.random(in: 0..<1)) else { return }
-            self.schedule.owe(target, at: MonotonicClock.microseconds() + delay)
+            host.ttl = ttl ?? 0
+            if let ttl { self.oweLookup(target, ttl: ttl) }
         }
         guard let lookup else { return }
         host.lookup = lookup
         host.isAskingLifetime = true
+    }
+
+    /// Owes `target` a lookup when an answer of `ttl` seconds runs out (`NameLifetime.delay`).
+    private func oweLookup(_ target: WatchedTarget, ttl: UInt32) {
+        guard let delay = NameLifetime.delay(ttl: ttl, refreshInterval: refreshInterval,
+                                             spread: Double.random(in: 0..<1)) else { return }
+        schedule.owe(target, at: MonotonicClock.microseconds() + delay)
     }
 
     /// A temporary failure is asked again on its own, after waits that grow, then every 30 s

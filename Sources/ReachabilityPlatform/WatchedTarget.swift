@@ -156,6 +156,10 @@ public final class WatchedHost {
     /// next retry waits (`LookupSchedule`). One byte, beside the flags: with the
     /// reference below, a host still takes the allocation it took without them.
     var temporaryFailures: UInt8 = 0
+    /// The DNS TTL of the last answer (seconds; 0: none known): a lookup that gives the same
+    /// addresses again keeps it instead of asking it again. In the padding before the
+    /// reference below: a host takes the allocation it took without it.
+    var ttl: UInt32 = 0
     /// Where a lookup is owed, while one is (weak: the evaluator owns it).
     weak var schedule: LookupSchedule?
 

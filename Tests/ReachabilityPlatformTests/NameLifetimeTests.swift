@@ -49,10 +49,14 @@ struct NameLifetimeTests {
         let due = try #require(evaluator.schedule.due(watched)) - asked
         #expect(due > 47_900_000 && due <= 60_000_000, "due \(due) µs after a 60 s answer")
 
-        // Due: looked up again, by itself.
+        // Due: looked up again, by itself; the same answer keeps its lifetime, unasked.
         evaluator.schedule.makeDue(now: try #require(evaluator.schedule.deadline))
         #expect(resolver.pending.map(\.host) == ["moving.example"])
         #expect(resolver.answer("moving.example", ["198.51.100.80"]))
+        #expect(resolver.lifetimeQueries.count == 1 && evaluator.schedule.count == 1, "the same answer: no new query")
+        // Another answer: its lifetime is asked.
+        evaluator.resolve(host)
+        #expect(resolver.answer("moving.example", ["198.51.100.81"]))
         #expect(resolver.answerLifetime("moving.example", 1))
         let short = try #require(evaluator.schedule.deadline) - MonotonicClock.microseconds()
         #expect(short > NameLifetime.shortest - 100_000 && short <= NameLifetime.shortest, "a 1 s TTL waits 5 s")
