@@ -19,6 +19,7 @@ import re
 import container as ct
 import harness
 from conftest import need
+from test_systemd import add_uplink
 
 REPO = harness.REPO
 SERVICE = harness.SERVICE
@@ -58,9 +59,9 @@ def test_uidrange_rules_hold_under_the_installed_unit(request):
     labs.append(box)
     box.start()
     installed(box)
-    box.sh("ip link add up0 type veth peer name up1; ip link set up1 up; ip link set up0 up; "
-           "ip addr add 192.0.2.10/24 dev up0; ip route add default via 192.0.2.1 dev up0 onlink; "
-           f"ip rule add uidrange {USER}-{USER} lookup 100 priority 100; "
+    # up0 with a default route, which NetworkManager (if the container runs it) leaves alone.
+    add_uplink(box)
+    box.sh(f"ip rule add uidrange {USER}-{USER} lookup 100 priority 100; "
            "ip route add unreachable default table 100")
     box.run(["systemctl", "start", "reachabilityd.service"], timeout=60)
     shown = box.run(["systemctl", "show", "-P", "PrivateUsers", "reachabilityd.service"]).stdout.strip()
