@@ -9,6 +9,11 @@ One client watches them all, pipelined. Prints:
   * resolution: time from the first WatchHost until the first 1,000 hosts
     have an answer (Status no longer -1), and until all N have;
   * memory: RSS with N host targets;
+  * names that follow their answers: dnsmasq gives every name a TTL of 60 s
+    (--local-ttl); over --ttl-window seconds with nothing changing, the lookups
+    per minute the TTLs cause (from dnsmasq's query log: each lookup is
+    getaddrinfo's A and AAAA queries and the TTL's A and AAAA queries), and how
+    they are spread (the busiest second against the mean);
   * one carrier loss: the daemon's own evaluation time for all targets (its
     --verbose log), and how many StatusChanged signals it sent (only targets
     whose flags changed may send one).
@@ -37,6 +42,8 @@ def address(i):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--hosts", type=int, default=10000)
+    parser.add_argument("--ttl-window", type=float, default=90.0,
+                        help="seconds of TTL-driven lookups to count (0: skip)")
     options = parser.parse_args()
     n = options.hosts
 
@@ -50,7 +57,7 @@ def main():
         # --addn-hosts serves the file even with --no-hosts; no query log at this rate.
         lab.dnsmasq = Dnsmasq(lab.ns_up, lab.directory, host_records=[
             f"{CONNCHECK_HOST},{UPSTREAM_V4},{UPSTREAM_V6}", ",".join(SOMEHOST)],
-            extra_args=[f"--addn-hosts={hosts_file}", "--dns-forward-max=1000"])
+            extra_args=[f"--addn-hosts={hosts_file}", "--dns-forward-max=1000", "--local-ttl=60"])
         lab.dnsmasq.start()
 
         daemon = lab.daemon(args=["--system", "--verbose", "--max-targets-per-client", str(n + 10),
@@ -104,6 +111,22 @@ def main():
         rss = rss_kb(pid)
         peaks = [int(p) for p in re.findall(r"at most (\d+) were in flight at once", daemon.log_text())]
 
+        # Nothing changes: the names' TTLs alone make lookups.
+        per_second = []
+        if options.ttl_window > 0:
+            query = re.compile(r"query\[A\] h\d+\.bench\.test")
+
+            def a_queries():
+                return len(query.findall(lab.dnsmasq.log.read_text(errors="replace")))
+
+            last = a_queries()
+            window_start = time.monotonic()
+            while time.monotonic() - window_start < options.ttl_window:
+                time.sleep(1.0)  # a sampling period, not a wait for an event
+                now = a_queries()
+                per_second.append(now - last)
+                last = now
+
         # One carrier loss: every target loses its route at once.
         before = len(statuses)
         log_before = len(daemon.log_text())
@@ -126,6 +149,12 @@ def main():
         print(f"RSS with {n} host targets: {rss / 1024:.1f} MiB")
         print(f"StatusChanged sent after one carrier loss: {signals} for {n} targets and the internet, "
               f"{len(per_target)} distinct, {twice} more than once")
+        if per_second:
+            # Each lookup asks A twice (getaddrinfo's, the TTL's query).
+            lookups = [c / 2 for c in per_second]
+            mean = sum(lookups) / len(lookups)
+            print(f"TTL 60 s, {len(lookups)} s with nothing changing: {mean * 60:.0f} lookups per minute "
+                  f"({mean * 60 / n:.2f} per name); busiest second {max(lookups):.0f} lookups, mean {mean:.0f}/s")
         print("evaluations that followed (targets, evaluation ms, changed targets, announcing ms):")
         for c, ms, changed, ams in evaluations[:4]:
             print(f"  {int(c):6d} targets: evaluated in {float(ms):7.1f} ms; {int(changed):6d} changed, "

@@ -51,4 +51,32 @@ static inline int reach_recvmmsg(int fd, struct reach_mmsghdr *vector, unsigned 
     return (int)syscall(SYS_recvmmsg, fd, vector, count, flags, (void *)0);
 }
 
+/* timerfd(2): a CLOCK_REALTIME timer with TFD_TIMER_CANCEL_ON_SET wakes its reader when the
+ * wall clock is set (a jump, or the kernel's resume from suspend). */
+#include <sys/timerfd.h>
+
+/* One DNS query of `name` for records of `type` (1: A, 28: AAAA) with the system
+ * resolver's own configuration (resolv.conf's servers, search list and options; a name
+ * with a trailing dot is absolute), the reply's message written to `answer`: its length,
+ * or -1 (h_errno says why). A private resolver state per call (res_ninit), so that it may
+ * run on any thread; it blocks like getaddrinfo, so it runs on a worker thread. Used only
+ * to read the TTL getaddrinfo does not give. */
+#include <netinet/in.h>
+#include <arpa/nameser.h>
+#include <resolv.h>
+static inline int reach_dns_query(const char *name, int type, unsigned char *answer, int length) {
+    struct __res_state state;
+    memset(&state, 0, sizeof state);
+    if (res_ninit(&state) != 0) {
+        res_nclose(&state);
+        return -1;
+    }
+    /* Bounded: 2 s per server, one attempt (getaddrinfo has just had its answer from them). */
+    state.retrans = 2;
+    state.retry = 1;
+    int count = res_nsearch(&state, name, ns_c_in, type, answer, length);
+    res_nclose(&state);
+    return count;
+}
+
 #endif

@@ -17,7 +17,7 @@ public enum FuzzChecks {
         if let parsed = try? TargetInput.parseHost(text) {
             switch parsed {
             case .host(let name):
-                precondition(name.utf8.count <= TargetName.maximumNameLength, "too long: \(name)")
+                precondition(name.utf8.count <= TargetName.maximumNameLength + (name.hasSuffix(".") ? 1 : 0), "too long: \(name)")
                 precondition(name.utf8.allSatisfy { $0 < 0x80 }, "not ASCII: \(name)")
                 precondition((try? TargetName.normalizeHost(name)) == name, "not idempotent: \(name)")
                 precondition((try? TargetInput.parseHost(name)) == parsed, "parses differently again: \(name)")

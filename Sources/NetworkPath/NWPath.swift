@@ -107,6 +107,18 @@ public struct NWPath: Equatable, Sendable, CustomDebugStringConvertible {
         }
     }
 
+    /// How many times the network changed before this path (another network behind the same
+    /// addressing: `PathState.invalidations`): after one, the path is a new path even when
+    /// nothing else differs, as Apple's monitor delivers a new path on a gateway change.
+    var generation: UInt64 = 0
+
+    /// This path, as the one after `invalidations` network changes.
+    func after(_ invalidations: UInt64) -> NWPath {
+        var path = self
+        path.generation = invalidations
+        return path
+    }
+
     init(status: Status, availableInterfaces: [NWInterface] = [], usedTypes: Set<NWInterface.InterfaceType> = [],
          isExpensive: Bool = false, isConstrained: Bool = false, supportsIPv4: Bool = false,
          supportsIPv6: Bool = false, supportsDNS: Bool = false, gateways: [NWEndpoint] = [],

@@ -92,7 +92,7 @@ public final class NWPathMonitor: Sendable, CustomDebugStringConvertible {
         // Apple's started monitor lives on without its caller's reference.
         let requirement = self.requirement
         let id = source.subscribe { state in
-            self.received(NWPath(state, requirement: requirement))
+            self.received(NWPath(state, requirement: requirement).after(state.invalidations))
         }
         let cancelled = shared.withLock { shared -> Bool in
             shared.subscription = id
@@ -159,7 +159,7 @@ extension NWPathMonitor: AsyncSequence {
         let stream = AsyncStream<NWPath>(bufferingPolicy: .unbounded) { continuation in
             let latest = Guarded<NWPath?>(nil)
             let id = source.subscribe { state in
-                let path = NWPath(state, requirement: requirement)
+                let path = NWPath(state, requirement: requirement).after(state.invalidations)
                 let isNew = latest.withLock { latest in
                     defer { latest = path }
                     return latest != path

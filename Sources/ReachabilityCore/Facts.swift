@@ -130,8 +130,13 @@ public struct AddressFact: Sendable, Hashable {
     /// `IFA_F_OPTIMISTIC`: tentative, but allowed to send (RFC 4429).
     public var isOptimistic: Bool
 
+    /// The on-link prefix's length (`ifa_prefixlen`).
+    public var prefixLength: UInt8
+
     public init(address: String, family: AddressFamily, interfaceIndex: Int32, scope: Scope = .global,
-                isTentative: Bool = false, isDADFailed: Bool = false, isOptimistic: Bool = false) {
+                isTentative: Bool = false, isDADFailed: Bool = false, isOptimistic: Bool = false,
+                prefixLength: UInt8 = 0) {
+        self.prefixLength = prefixLength
         self.address = address
         self.family = family
         self.interfaceIndex = interfaceIndex

@@ -52,6 +52,14 @@ public struct PathState: Sendable, Hashable {
     public var linkQuality: LinkQuality
     /// Why the internet is not reachable (the internet target's `reason`); `nil` when it is.
     public var reason: Reason?
+    /// The network the default route leads to, opaque and keyed per machine
+    /// (`NetworkIdentity`); "" without a default route.
+    public var networkIdentity = ""
+    /// How many times a client's path feed saw the default route lead to another network
+    /// (`networkIdentity`; not a flap back to the same): a path after that is a new path even
+    /// when nothing else differs (Apple's NWPathMonitor delivers a new path on a gateway
+    /// change). The daemon does not export it; the client runtime counts.
+    public var invalidations: UInt64 = 0
 
     public init(interfaces: [PathInterface] = [], flags: ReachabilityFlags = [], dnsConfigured: Bool = false,
                 isExpensive: Bool = false, isConstrained: Bool = false, linkQuality: LinkQuality = .unknown,

@@ -29,7 +29,9 @@ public enum KernelEvent: Sendable, Equatable {
     /// A route, policy rule, next-hop object or address was added or removed.
     case routing
     /// `RTM_NEWNEIGH` / `RTM_DELNEIGH` for `address` (its literal), in `state` (`.absent` when removed).
-    case neighbour(address: String, state: NeighbourState)
+    /// `linkLayer`: its `NDA_LLADDR` when the message has one (another router behind the
+    /// same address is another network: `NetworkIdentity`).
+    case neighbour(address: String, state: NeighbourState, linkLayer: [UInt8]? = nil)
     /// `RTM_NEWNETCONF`; `ignoresLinkdownRoutes` tells whether it carries
     /// `NETCONFA_IGNORE_ROUTES_WITH_LINKDOWN` (the one setting an output lookup reads).
     case deviceConfiguration(ignoresLinkdownRoutes: Bool)
@@ -110,6 +112,8 @@ public struct StalenessClassifier: Sendable {
     /// answers, and those they replaced (a gateway that failed and was left can come
     /// back), with the last state seen (`nil`: none seen yet).
     public private(set) var gateways: [String: NeighbourState?] = [:]
+    /// The followed gateways' last link-layer addresses.
+    private var gatewayLinkLayers: [String: [UInt8]] = [:]
     /// Neighbour events about addresses that are no followed gateway: counted, never evaluated.
     public private(set) var ignoredNeighbourEvents = 0
 
@@ -135,6 +139,7 @@ public struct StalenessClassifier: Sendable {
         // Bounded: past this many, only the gateways in use now are followed.
         if gateways.count + addresses.count > Self.followedLimit {
             gateways = gateways.filter { addresses.contains($0.key) }
+            gatewayLinkLayers = gatewayLinkLayers.filter { addresses.contains($0.key) }
         }
         for address in addresses where gateways[address] == nil {
             gateways[address] = .some(nil)
@@ -163,14 +168,20 @@ public struct StalenessClassifier: Sendable {
             // A rule may select the link by group, name or master: any answer may move.
             if let selectors, let before = previous.selectors, selectors != before { return RouteInvalidation(all: true) }
             return RouteInvalidation()
-        case .neighbour(let address, let state):
+        case .neighbour(let address, let state, let linkLayer):
             guard let last = gateways[address] else {
                 ignoredNeighbourEvents += 1
                 return RouteInvalidation()
             }
             gateways[address] = state
+            // Another router behind the gateway's address: the same routes, another network.
+            var moved = false
+            if let linkLayer {
+                moved = gatewayLinkLayers[address].map { $0 != linkLayer } ?? false
+                gatewayLinkLayers[address] = linkLayer
+            }
             // Stale, delay and probe are alike to the kernel's choice; a first sighting counts.
-            return last == state ? RouteInvalidation() : RouteInvalidation(all: true)
+            return last == state && !moved ? RouteInvalidation() : RouteInvalidation(all: true)
         case .deviceConfiguration(let ignoresLinkdownRoutes):
             return RouteInvalidation(all: ignoresLinkdownRoutes)
         case .other:

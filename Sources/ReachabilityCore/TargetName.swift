@@ -78,11 +78,13 @@ public enum TargetName {
 
     private static let allowedCharacters = #"allowed are ASCII letters, digits, "-" and "_""#
 
-    /// The normalised form of a host name: lower-case ASCII, no trailing dot.
+    /// The normalised form of a host name: lower-case ASCII; a trailing dot kept, since it
+    /// makes the name absolute (looked up without the search list, as `getent ahosts name.`
+    /// does), so `name` and `name.` are two targets.
     ///
     /// `name` must already be in its ASCII form (the caller converts IDN names
     /// with IDNA first); any non-ASCII character left is an error. Rules: not
-    /// empty; one trailing dot allowed and dropped; at most 253 bytes; labels of
+    /// empty; one trailing dot allowed (and kept); at most 253 bytes without it; labels of
     /// 1–63 bytes made of ASCII letters, digits, `-` (never first or last) and
     /// `_`. A name whose last label is numeric (WHATWG's "ends in a number":
     /// all digits, or `0x` hex) is an IPv4 address, never a host name: it is
@@ -107,7 +109,8 @@ public enum TargetName {
         // Quoted only for an error message: a valid name never pays for it.
         func quotedName() -> String { InvalidTarget.quoted(name) }
         var body = name.unicodeScalars[...]
-        if body.last == "." { body = body.dropLast() }
+        let isAbsolute = body.last == "."
+        if isAbsolute { body = body.dropLast() }
 
         let labels = body.split(separator: ".", omittingEmptySubsequences: false)
         var bytes: [UInt8] = []
@@ -155,12 +158,14 @@ public enum TargetName {
         }
         let normalized = String(decoding: bytes, as: UTF8.self)
         if let last = labels.last, endsInANumber(last) {
+            // An address, never a name: its root dot means nothing ("192.0.2.1." is 192.0.2.1).
             let address = whatwgIPv4(normalized)
             if address != normalized {
                 throw InvalidTarget(message: numericNameMessage(quotedName(), address: address))
             }
+            return normalized
         }
-        return normalized
+        return isAbsolute ? normalized + "." : normalized
     }
 
     // MARK: Names that end in a number (WHATWG URL host parsing)

@@ -22,6 +22,9 @@ public protocol EvaluationSink: AnyObject {
     /// The users whose callers hold `target` (each gets its own answer when the uid
     /// rules route it otherwise: `WatchedTarget.views`).
     func holdingUsers(of target: WatchedTarget) -> [UserID]
+    /// A connection made before may be broken although no flag need change (SPEC "Over
+    /// time"): told once per event, after the evaluation it caused.
+    func invalidated(_ reason: InvalidationReason)
 }
 
 extension EvaluationSink {
@@ -30,4 +33,5 @@ extension EvaluationSink {
     public func evaluationFinished() {}
     public func pathChanged(_ state: PathState) {}
     public func holdingUsers(of target: WatchedTarget) -> [UserID] { [] }
+    public func invalidated(_ reason: InvalidationReason) {}
 }

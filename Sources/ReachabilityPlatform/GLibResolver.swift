@@ -24,17 +24,22 @@ public final class GLibResolver: NameResolver {
     /// One lookup; cancelling it drops its completion.
     @LoopActor
     public final class Lookup: NameLookup {
-        fileprivate let host: String
-        fileprivate let owner: UserID
-        fileprivate let completion: (Result<[IPAddress], ResolveError>) -> Void
-        fileprivate var isCancelled = false
-        fileprivate weak var resolver: GLibResolver?
+        /// What is asked: the name's addresses (GLib's resolver), or how long its answer lives
+        /// (`GLibResolver+Lifetime`).
+        enum Work {
+            case addresses((Result<[IPAddress], ResolveError>) -> Void)
+            case lifetime(addresses: [IPAddress], (UInt32?) -> Void)
+        }
+        let host: String
+        let owner: UserID
+        let work: Work
+        var isCancelled = false
+        weak var resolver: GLibResolver?
 
-        fileprivate init(host: String, owner: UserID,
-                         completion: @escaping (Result<[IPAddress], ResolveError>) -> Void) {
+        init(host: String, owner: UserID, work: Work) {
             self.host = host
             self.owner = owner
-            self.completion = completion
+            self.work = work
         }
 
         /// Stops the lookup: the completion is never called. One not started yet is
@@ -43,7 +48,7 @@ public final class GLibResolver: NameResolver {
         public func cancel() { isCancelled = true }
     }
 
-    private let resolver: UnsafeMutablePointer<GResolver>
+    let resolver: UnsafeMutablePointer<GResolver>
     /// Lookups not started yet, per owner in order, served round-robin. Bounded upstream
     /// (by the targets and queries each user may have), so its own limits are loose.
     private var waiting = FairQueue<Lookup>(limits: .init(
@@ -55,6 +60,8 @@ public final class GLibResolver: NameResolver {
     public private(set) var peakInFlight = 0
 
     private let logger: Logger
+    /// The hosts file's names: they are not asked a lifetime (`lifetime(of:…)`).
+    let hostsFile = HostsFile()
 
     /// `logger` hears how far each burst of lookups went (at `debug`).
     public init(logger: Logger) {
@@ -67,9 +74,13 @@ public final class GLibResolver: NameResolver {
     /// Resolves `host` (an ASCII name) to its addresses in resolver order, in `owner`'s turn.
     public func lookup(_ host: String, owner: UserID,
                        completion: @escaping (Result<[IPAddress], ResolveError>) -> Void) -> any NameLookup {
-        let lookup = Lookup(host: host, owner: owner, completion: completion)
+        enqueue(Lookup(host: host, owner: owner, work: .addresses(completion)))
+    }
+
+    /// Queues `lookup` in its owner's turn.
+    func enqueue(_ lookup: Lookup) -> Lookup {
         lookup.resolver = self
-        try? waiting.enqueue(lookup, user: owner, cost: 1)
+        try? waiting.enqueue(lookup, user: lookup.owner, cost: 1)
         startWaiting()
         return lookup
     }
@@ -90,8 +101,13 @@ public final class GLibResolver: NameResolver {
         _ = running.take(lookup.owner)
         peakInFlight = max(peakInFlight, inFlight)
         Instruments.lookupsInFlight.record(inFlight)
-        g_resolver_lookup_by_name_async(resolver, lookup.host, nil, Self.answered,
-                                        Unmanaged.passRetained(lookup).toOpaque())
+        switch lookup.work {
+        case .addresses:
+            g_resolver_lookup_by_name_async(resolver, lookup.host, nil, Self.answered,
+                                            Unmanaged.passRetained(lookup).toOpaque())
+        case .lifetime(let addresses, _):
+            startLifetime(lookup, addresses: addresses)
+        }
     }
 
     /// GLib's answer to one lookup, on the loop's context (where the lookup started); it
@@ -116,12 +132,12 @@ public final class GLibResolver: NameResolver {
         LoopActor.assumeIsolated(Unmanaged<Lookup>.fromOpaque(data!)) { retained in
             let lookup = retained.takeRetainedValue()
             lookup.resolver?.finished(lookup.owner)
-            guard !lookup.isCancelled else { return }
+            guard !lookup.isCancelled, case .addresses(let completion) = lookup.work else { return }
             if let message {
-                lookup.completion(.failure(ResolveError(message: message, isTemporary: temporary)))
+                completion(.failure(ResolveError(message: message, isTemporary: temporary)))
             } else {
                 // GLib gives only valid literals.
-                lookup.completion(.success(addresses.compactMap { try? IPAddress(parsing: $0) }))
+                completion(.success(addresses.compactMap { try? IPAddress(parsing: $0) }))
             }
         }
     }
@@ -133,7 +149,7 @@ public final class GLibResolver: NameResolver {
         g_error_matches(error, g_resolver_error_quark(), Int32(G_RESOLVER_ERROR_TEMPORARY_FAILURE.rawValue)) != 0
     }
 
-    private func finished(_ owner: UserID) {
+    func finished(_ owner: UserID) {
         running.give(owner)
         startWaiting()
         Instruments.lookupsInFlight.record(inFlight)

@@ -11,6 +11,18 @@ public protocol NameResolver: AnyObject {
     /// lookup is cancelled first.
     func lookup(_ host: String, owner: UserID, completion: @escaping (Result<[IPAddress], ResolveError>) -> Void)
         -> any NameLookup
+
+    /// How long `host`'s answer `addresses` lives (its DNS TTL, seconds), in `owner`'s turn:
+    /// `nil` when no DNS answer names any of them (the name came from `/etc/hosts` or
+    /// another source with no lifetime) or none came. `nil` returned: this resolver knows
+    /// no lifetimes (the refresh interval and the network's events alone ask again).
+    func lifetime(of host: String, addresses: [IPAddress], owner: UserID,
+                  completion: @escaping (UInt32?) -> Void) -> (any NameLookup)?
+}
+
+extension NameResolver {
+    public func lifetime(of host: String, addresses: [IPAddress], owner: UserID,
+                         completion: @escaping (UInt32?) -> Void) -> (any NameLookup)? { nil }
 }
 
 /// One lookup in flight.
@@ -26,7 +38,7 @@ public struct ResolveError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The resolver has no answer yet, rather than an answer that the name does not exist:
     /// no name server was reachable, or it failed (SERVFAIL), or none is configured yet
     /// ("Temporary failure in name resolution", GLib's `G_RESOLVER_ERROR_TEMPORARY_FAILURE`).
-    /// Asking again later may succeed; the evaluator does (`LookupRetries`).
+    /// Asking again later may succeed; the evaluator does (`LookupSchedule`).
     public let isTemporary: Bool
     public var description: String { message }
     public init(message: String, isTemporary: Bool = false) {

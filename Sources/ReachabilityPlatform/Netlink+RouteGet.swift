@@ -225,7 +225,27 @@ extension Netlink {
         return AddressFact(
             address: text, family: bytes.count == 4 ? .ipv4 : .ipv6, interfaceIndex: Int32(header.ifa_index),
             scope: scope, isTentative: flags & UInt32(IFA_F_TENTATIVE) != 0,
-            isDADFailed: flags & UInt32(IFA_F_DADFAILED) != 0, isOptimistic: flags & UInt32(IFA_F_OPTIMISTIC) != 0)
+            isDADFailed: flags & UInt32(IFA_F_DADFAILED) != 0, isOptimistic: flags & UInt32(IFA_F_OPTIMISTIC) != 0,
+            prefixLength: header.ifa_prefixlen)
+    }
+
+    /// The link-layer address of `address`'s neighbour entry on `link` (`RTM_GETNEIGH` for one
+    /// entry, `ip neigh get ADDR dev LINK`); `nil` when there is none or it has none yet
+    /// (incomplete, failed).
+    public func neighbour(of address: IPAddress, on link: Int32) throws(NetlinkError) -> [UInt8]? {
+        var message = ndmsg()
+        message.ndm_family = UInt8(address.family == .ipv4 ? AF_INET : AF_INET6)
+        message.ndm_ifindex = link
+        let payload = withUnsafeBytes(of: message) { Array($0) } + Self.attribute(UInt16(NDA_DST), address.bytes)
+        let answer: [(UInt16, [UInt8])]
+        do {
+            answer = try request(type: UInt16(RTM_GETNEIGH), flags: 0, payload: payload)
+        } catch where error.errno == ENOENT {
+            return nil
+        }
+        guard let (type, body) = answer.first, type == RTM_NEWNEIGH, body.count >= MemoryLayout<ndmsg>.size
+        else { return nil }
+        return Self.attributes(body, from: MemoryLayout<ndmsg>.size)[UInt16(NDA_LLADDR)]
     }
 
     /// Waits for answers and returns every datagram queued, up to 64 per system
@@ -280,6 +300,10 @@ extension Netlink {
         if let uid = query.uid {
             payload += attribute(UInt16(RTA_UID.rawValue), withUnsafeBytes(of: uid) { Array($0) })
         }
+        // The packet answers are for: TCP to port 443, what most clients send (HTTPS), so that
+        // `ip rule … ipproto tcp` / `dport 443` rules are asked about (kernel 4.17 and later).
+        payload += attribute(UInt16(RTA_IP_PROTO.rawValue), [UInt8(IPPROTO_TCP)])
+        payload += attribute(UInt16(RTA_DPORT.rawValue), [UInt8(443 >> 8), UInt8(443 & 0xFF)])
         var header = nlmsghdr()
         header.nlmsg_len = UInt32(MemoryLayout<nlmsghdr>.size + payload.count)
         header.nlmsg_type = UInt16(RTM_GETROUTE)

@@ -122,11 +122,12 @@ public final class NetlinkMonitor {
         case Int32(RTM_NEWNEIGH), Int32(RTM_DELNEIGH):
             guard body.count >= MemoryLayout<ndmsg>.size else { return .other }
             let message = body.withUnsafeBytes { $0.loadUnaligned(as: ndmsg.self) }
-            guard let destination = Netlink.attributes(body, from: MemoryLayout<ndmsg>.size)[UInt16(NDA_DST)],
-                let address = Netlink.addressText(destination)
+            let attrs = Netlink.attributes(body, from: MemoryLayout<ndmsg>.size)
+            guard let destination = attrs[UInt16(NDA_DST)], let address = Netlink.addressText(destination)
             else { return .other }
             let state = Int32(type) == Int32(RTM_DELNEIGH) ? NeighbourState.absent : NeighbourState(nud: message.ndm_state)
-            return .neighbour(address: address, state: state)
+            return .neighbour(address: address, state: state,
+                              linkLayer: Int32(type) == Int32(RTM_DELNEIGH) ? nil : attrs[UInt16(NDA_LLADDR)])
         case Int32(RTM_NEWNETCONF), Int32(RTM_DELNETCONF):
             // struct netconfmsg { u8 ncm_family; }, then attributes from NLMSG_ALIGN(1).
             let attrs = Netlink.attributes(body, from: 4)

@@ -253,6 +253,27 @@ public final class NetworkManagerBackend {
         }
     }
 
+    /// NetworkManager's DNS configuration's name servers and domains, one entry a line, in
+    /// a comparable form; `nil` while NetworkManager is not running.
+    public var dnsServers: String? {
+        guard let client, isRunning else { return nil }
+        func strings(_ list: UnsafePointer<UnsafePointer<CChar>?>?) -> [String] {
+            guard let list else { return [] }
+            var out: [String] = []
+            var index = 0
+            while let item = list[index] {
+                out.append(String(cString: item))
+                index += 1
+            }
+            return out
+        }
+        return Self.objects(nm_client_get_dns_configuration(client)).map { entry in
+            let entry = OpaquePointer(entry)
+            return (strings(nm_dns_entry_get_nameservers(entry)) + ["/"] + strings(nm_dns_entry_get_domains(entry)))
+                .joined(separator: " ")
+        }.joined(separator: "\n")
+    }
+
     // MARK: Mapping NetworkManager's enums
 
     /// WireGuard, tun/tap, PPP and IP tunnels: transient connections.

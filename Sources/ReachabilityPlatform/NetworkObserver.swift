@@ -25,6 +25,9 @@ public final class NetworkObserver: NetworkFactSource {
     private var networkManager: NetworkManagerBackend?
     /// Changes of the resolver's configuration file: names may resolve otherwise.
     private var resolverWatch: ResolverConfigurationWatch?
+    /// Changes of the hosts file and of the name service switch's: names may resolve otherwise,
+    /// whoever gives the DNS configuration.
+    private var namesWatch: ResolverConfigurationWatch?
     private var pending: SourceHandle?
     /// Route answers made stale by kernel events since the last `takeRouteInvalidation()`.
     private var pendingInvalidation = RouteInvalidation(all: true)
@@ -53,10 +56,11 @@ public final class NetworkObserver: NetworkFactSource {
             // Nothing else would: the kernel's facts are there now.
             scheduleChange()
         }
-        resolverWatch = ResolverConfigurationWatch(path: Self.resolverConfigurationPath) { [unowned self] in
+        resolverWatch = ResolverConfigurationWatch(paths: [Self.resolverConfigurationPath]) { [unowned self] in
             // While NetworkManager's facts are used, its own DNS configuration says so instead.
             if self.networkManager?.isRunning != true { self.scheduleChange() }
         }
+        namesWatch = ResolverConfigurationWatch(paths: Self.nameSourcePaths) { [unowned self] in self.scheduleChange() }
     }
 
     /// The kernel answers at once; NetworkManager once libnm's client is made or failed
@@ -114,6 +118,9 @@ extension NetworkObserver {
 
     /// The resolver configuration file of glibc and musl.
     static let resolverConfigurationPath = "/etc/resolv.conf"
+    /// The other files `getaddrinfo` reads on each lookup: the hosts file, and which sources
+    /// the name service switch asks (glibc reads it again once it has changed).
+    static let nameSourcePaths = ["/etc/hosts", "/etc/nsswitch.conf"]
 
     /// The kernel's routes to `addresses` (`nil`: no route, or netlink failed, which is logged).
     public func routes(to addresses: [IPAddress]) -> [RouteFact?] {
@@ -177,5 +184,21 @@ extension NetworkObserver {
 
     public func follow(gateways: Set<String>) {
         monitor?.follow(gateways: gateways)
+    }
+
+    public func neighbour(of address: IPAddress, on link: Int32) -> [UInt8]? {
+        asked("read the neighbour entry of \(address)", or: nil) { () throws(NetlinkError) in
+            try netlink.neighbour(of: address, on: link)
+        }
+    }
+
+    /// NetworkManager's DNS configuration while it is used and running (`dnsServers`), else
+    /// the resolver file's name servers, search domains and options.
+    public func dnsConfiguration() -> String {
+        if mode != .kernel, let servers = networkManager?.dnsServers { return servers }
+        let text = Sysfs.read(Self.resolverConfigurationPath, limit: 65536) ?? ""
+        return text.split(separator: "\n").filter { line in
+            ["nameserver", "search", "domain", "options"].contains { line.hasPrefix($0) }
+        }.joined(separator: "\n")
     }
 }

@@ -13,23 +13,46 @@ final class PathEvaluation {
     /// The earliest end of a lifetime among the last bound answers (monotonic µs).
     private(set) var expiry: Int64?
 
+    /// What the last evaluation saw that invalidations compare (`nil`: none yet since the
+    /// paths were wanted), and the last network that had an identity.
+    var observed: NetworkIdentity.Observed?
+    var lastNetwork = ""
+    /// The gateways' link-layer addresses last read, by link and gateway: a gateway whose
+    /// entry is not resolved yet (after a flap) is taken as the one it was.
+    var linkLayers: [String: [UInt8]] = [:]
+
     /// Evaluates the paths from `facts`, asking `source` for each link's bound routes;
-    /// returns whether they changed, and a few words for the log.
-    func evaluate(_ facts: NetworkFacts, source: NetworkFactSource?) -> (changed: Bool, words: String) {
+    /// returns whether they changed, why connections made before may be broken (`nil`:
+    /// nothing, or the first evaluation), and a few words for the log.
+    func evaluate(_ facts: NetworkFacts, source: NetworkFactSource?)
+        -> (changed: Bool, invalidation: InvalidationReason?, words: String)
+    {
         let start = MonotonicClock.microseconds()
-        let new: PathState
+        var new: PathState
+        var seen = NetworkIdentity.Observed()
         if let source, facts.backend != .none {
             new = Engine.evaluatePaths(facts, bound: boundRoutes(facts, source), dnsConfigured: source.dnsConfigured())
+            seen = observe(new, facts, source)
+            new.networkIdentity = seen.identity
         } else {
             new = .none
             expiry = nil
         }
         count += 1
+        let invalidation = observed.flatMap { NetworkIdentity.invalidation(from: $0, to: seen, lastNetwork: lastNetwork) }
+        observed = seen
+        if !seen.identity.isEmpty { lastNetwork = seen.identity }
         let changed = new != state
         state = new
         let words = "path evaluated in \(Double(MonotonicClock.microseconds() - start) / 1000) ms"
-            + (changed ? " (\(new.summary))" : ", unchanged")
-        return (changed, words)
+            + (changed ? " (\(new.summary))" : ", unchanged") + (invalidation.map { "; invalidated: \($0.rawValue)" } ?? "")
+        return (changed, invalidation, words)
+    }
+
+    /// Nobody wants the paths any more: the next evaluation is a first one.
+    func reset() {
+        state = .none
+        observed = nil
     }
 
     /// Every usable link's routes to the first internet destination of each family,

@@ -1,40 +1,42 @@
 import Glibc
 import ReachabilityLoop
 
-/// Says when the system resolver's configuration file (`/etc/resolv.conf`) changes: glibc
-/// and musl read it again when it has, so a name may now resolve otherwise than at its
-/// last lookup (a name server or a search domain came) — a fact that changed, like a
-/// route. NetworkManager tells its own DNS configuration (`dns-configuration`); this is
-/// for the facts read without it.
+/// Says when one of the system resolver's configuration files changes (`/etc/resolv.conf`;
+/// `/etc/hosts` and `/etc/nsswitch.conf` through a watch of their own): glibc and musl read
+/// them again when they have, so a name may now resolve otherwise than at its last lookup
+/// (a name server or a search domain came, a name was added to the hosts file) — a fact
+/// that changed, like a route. NetworkManager tells its own DNS configuration
+/// (`dns-configuration`), which stands for resolv.conf while its facts are used.
 ///
 /// inotify (`inotify_init1`), read on the loop through an fd source: it wakes the loop only
-/// when something is written, created, renamed or removed in a directory that holds the
+/// when something is written, created, renamed or removed in a directory that holds a
 /// file — its own, and its target's when it is a symbolic link (resolvconf's, systemd-resolved's)
 /// — and only an event that names the file is a change. A file replaced by renaming another
 /// over it (NetworkManager, resolvconf and systemd-resolved do so) is watched again; the
-/// file's own watch sees writes made through any other path (a bind mount).
+/// file's own watch sees writes made in place and through any other path (a bind mount).
 @LoopActor
 final class ResolverConfigurationWatch {
-    private let path: String
+    private let paths: [String]
     private let fd: Int32
     private var source: SourceHandle?
-    /// Each watched directory, by watch descriptor, with the names in it that are the file.
+    /// Each watched directory, by watch descriptor, with the names in it that are the files.
     private var directories: [Int32: Set<String>] = [:]
-    /// The file's own watch (the inode the path leads to).
-    private var file: Int32?
+    /// The files' own watches (the inodes the paths lead to).
+    private var files: Set<Int32> = []
     private let onChange: () -> Void
 
     private static let directoryEvents = UInt32(IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
         | UInt32(IN_ONLYDIR)
-    private static let fileEvents = UInt32(IN_CLOSE_WRITE)
+    /// Written and closed, or written by a writer that keeps it open.
+    private static let fileEvents = UInt32(IN_CLOSE_WRITE | IN_MODIFY)
 
-    /// Watches `path`; `onChange` after each burst of its changes. `nil` when inotify cannot be
+    /// Watches `paths`; `onChange` after each burst of their changes. `nil` when inotify cannot be
     /// used (the instances of this user are all taken): then nothing is watched.
-    init?(path: String, onChange: @escaping () -> Void) {
+    init?(paths: [String], onChange: @escaping () -> Void) {
         guard case .success(let fd) = Syscall.call({ inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) }) else {
             return nil
         }
-        self.path = path
+        self.paths = paths
         self.fd = fd
         self.onChange = onChange
         watch()
@@ -49,21 +51,27 @@ final class ResolverConfigurationWatch {
         close(fd)
     }
 
-    /// Watches the directories of the file and of its target, and the file; drops the watches
-    /// of what it no longer is. Wraps `inotify_add_watch(2)` and `inotify_rm_watch(2)`.
+    /// Watches the directories of each file and of its target, and the file; drops the watches
+    /// of what they no longer are. Wraps `inotify_add_watch(2)` and `inotify_rm_watch(2)`.
     private func watch() {
         var wanted: [Int32: Set<String>] = [:]
-        for path in [path] + (Self.target(of: path).map { [$0] } ?? []) {
-            let (directory, name) = Self.split(path)
-            if case .success(let wd) = Syscall.call({ inotify_add_watch(fd, directory, Self.directoryEvents) }) {
-                wanted[wd, default: []].insert(name)
+        var newFiles: Set<Int32> = []
+        for path in paths {
+            for path in [path] + (Self.target(of: path).map { [$0] } ?? []) {
+                let (directory, name) = Self.split(path)
+                if case .success(let wd) = Syscall.call({ inotify_add_watch(fd, directory, Self.directoryEvents) }) {
+                    wanted[wd, default: []].insert(name)
+                }
+            }
+            if case .success(let wd) = Syscall.call({ inotify_add_watch(fd, path, Self.fileEvents) }) {
+                newFiles.insert(wd)
             }
         }
-        let newFile = try? Syscall.call({ inotify_add_watch(fd, path, Self.fileEvents) }).get()
-        for wd in directories.keys where wanted[wd] == nil && wd != newFile { inotify_rm_watch(fd, wd) }
-        if let file, file != newFile, wanted[file] == nil { inotify_rm_watch(fd, file) }
+        // One inode watched twice (a directory, a file) is one descriptor: the last mask wins.
+        for wd in directories.keys where wanted[wd] == nil && !newFiles.contains(wd) { inotify_rm_watch(fd, wd) }
+        for wd in files where !newFiles.contains(wd) && wanted[wd] == nil { inotify_rm_watch(fd, wd) }
         directories = wanted
-        file = newFile
+        files = newFiles
     }
 
     /// Where `path` leads (`realpath(3)`), or, for a symbolic link whose target is not made
@@ -103,7 +111,7 @@ final class ResolverConfigurationWatch {
                     let length = Int(raw.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
                     let name = String(decoding: raw[(offset + 16)..<min(count, offset + 16 + length)].prefix { $0 != 0 },
                                       as: UTF8.self)
-                    if mask & UInt32(IN_Q_OVERFLOW) != 0 || wd == file || directories[wd]?.contains(name) == true {
+                    if mask & UInt32(IN_Q_OVERFLOW) != 0 || files.contains(wd) || directories[wd]?.contains(name) == true {
                         changed = true
                     }
                     offset += 16 + length

@@ -8,6 +8,7 @@ public struct Errno: Error, RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let interrupted = Errno(rawValue: EINTR)
     public static let wouldBlock = Errno(rawValue: EAGAIN)
     public static let noBufferSpace = Errno(rawValue: ENOBUFS)
+    public static let canceled = Errno(rawValue: ECANCELED)
 
     /// The calling thread's `errno`, now.
     static var current: Errno { Errno(rawValue: errno) }

@@ -3,8 +3,10 @@ import ReachabilityCore
 import ReachabilityLoop
 
 /// Host names, looked up through the evaluator's `NameResolver`: on every network
-/// change, on demand (`Refresh`, a new target), every `refreshInterval` seconds
-/// while host targets exist, and again shortly after a temporary failure (`LookupRetries`).
+/// change (the resolver's files — resolv.conf, /etc/hosts, nsswitch.conf — included), on
+/// demand (`Refresh`, a new target), every `refreshInterval` seconds while host targets
+/// exist, when their answer's lifetime runs out, and again shortly after a temporary
+/// failure (`LookupSchedule`).
 extension TargetEvaluator {
     /// Looks `target`'s name up (again) when it is looked up at all; a lookup in flight is
     /// followed by one more. Its answer is applied at once (`apply`), and the sink hears
@@ -20,8 +22,14 @@ extension TargetEvaluator {
     /// `delays.count` more times each refresh interval).
     func resolve(_ target: WatchedTarget, afresh: Bool) {
         guard let host = target.host else { return }
-        retries.forget(host)
+        schedule.forget(host)
         if afresh { host.temporaryFailures = 0 }
+        if host.isAskingLifetime {
+            // Only the answer's lifetime was being asked: a fresh lookup replaces it.
+            host.lookup?.cancel()
+            host.lookup = nil
+            host.isAskingLifetime = false
+        }
         if host.lookup != nil {
             host.lookupAgain = true
             return
@@ -29,6 +37,7 @@ extension TargetEvaluator {
         host.lookup = resolver.lookup(host.name, owner: host.owner) {
             [unowned self, unowned target, unowned host] result in
             host.lookup = nil
+            let previous = host.resolution
             host.resolution = WatchedHost.Resolution(result)
             self.apply(self.state(of: target), to: target)
             if host.lookupAgain {
@@ -38,12 +47,45 @@ extension TargetEvaluator {
                 return
             }
             self.retryIfTemporary(result, target: target, host: host)
+            if case .success(let addresses) = result, !addresses.isEmpty {
+                if host.ttl > 0, previous == host.resolution {
+                    // The same answer (a network change asked again): the lifetime it had.
+                    self.oweLookup(target, ttl: host.ttl)
+                } else {
+                    self.askLifetime(of: target, host: host, addresses: addresses)
+                }
+            } else {
+                host.ttl = 0
+            }
             self.sink?.lookupSettled(target)
         }
     }
 
-    /// A temporary failure is asked again on its own, after waits that grow, a few times
-    /// (`LookupRetries`); an answer — addresses, or that the name does not exist — ends the series.
+    /// Asks how long `addresses`, the name's answer, live, and owes the name a lookup
+    /// then (`NameLifetime.delay`); nothing when they have no lifetime (`/etc/hosts`) or
+    /// one the refresh interval ends first.
+    private func askLifetime(of target: WatchedTarget, host: WatchedHost, addresses: [IPAddress]) {
+        let lookup = resolver.lifetime(of: host.name, addresses: addresses, owner: host.owner) {
+            [unowned self, unowned target, unowned host] ttl in
+            host.lookup = nil
+            host.isAskingLifetime = false
+            host.ttl = ttl ?? 0
+            if let ttl { self.oweLookup(target, ttl: ttl) }
+        }
+        guard let lookup else { return }
+        host.lookup = lookup
+        host.isAskingLifetime = true
+    }
+
+    /// Owes `target` a lookup when an answer of `ttl` seconds runs out (`NameLifetime.delay`).
+    private func oweLookup(_ target: WatchedTarget, ttl: UInt32) {
+        guard let delay = NameLifetime.delay(ttl: ttl, refreshInterval: refreshInterval,
+                                             spread: Double.random(in: 0..<1)) else { return }
+        schedule.owe(target, at: MonotonicClock.microseconds() + delay)
+    }
+
+    /// A temporary failure is asked again on its own, after waits that grow, then every 30 s
+    /// (`LookupSchedule`); an answer — addresses, or that the name does not exist — ends the series.
     private func retryIfTemporary(_ result: Result<[IPAddress], ResolveError>, target: WatchedTarget,
                                   host: WatchedHost) {
         guard case .failure(let error) = result, error.isTemporary else {
@@ -51,7 +93,7 @@ extension TargetEvaluator {
             return
         }
         if host.temporaryFailures < .max { host.temporaryFailures += 1 }
-        _ = retries.owe(target, failures: Int(host.temporaryFailures))
+        schedule.owe(target, failures: Int(host.temporaryFailures))
     }
 
     /// Resolves `host` once, without a target, in `owner`'s turn, and gives its state.

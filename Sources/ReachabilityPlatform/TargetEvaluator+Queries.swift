@@ -14,9 +14,12 @@ extension TargetEvaluator {
         return Engine.evaluateInternet(internetFacts(uid: uid, answerClass: answerClass))
     }
 
-    /// The state of an address now: its route is not kept.
+    /// The state of an address now: its route is not kept. The unspecified address (0.0.0.0,
+    /// `::`) is Apple's zero address, the internet, as `WatchedTarget` watches it: `Query`
+    /// and `Watch…` of the same text agree.
     public func state(of address: IPAddress) -> TargetState {
-        Engine.evaluateAddresses(
+        if AddressText.isUnspecified(address.description) { return internetState }
+        return Engine.evaluateAddresses(
             [Engine.AddressRoute(address: address.description, family: address.family,
                                  route: answers.routeOnce(to: address))],
             facts: facts)
@@ -24,6 +27,7 @@ extension TargetEvaluator {
 
     /// An address's state now for callers of `uid`.
     public func state(of address: IPAddress, uid: UserID) -> TargetState {
+        if AddressText.isUnspecified(address.description) { return internetState(uid: uid) }
         guard let answerClass = answerClass(of: uid) else { return state(of: address) }
         return evaluate([address], uid: uid, answerClass: answerClass)
     }

@@ -16,7 +16,8 @@ import ReachabilityLoop
 ///   exhaustive `switch` over `WatchedTarget.Spec`;
 /// - `TargetEvaluator+Lookups`: host names, looked up through a `NameResolver` on
 ///   every network change, on demand, and on a refresh timer that exists only
-///   while host targets exist; `LookupRetries`: again soon after a temporary failure;
+///   while host targets exist; `LookupSchedule`: again soon after a temporary failure,
+///   and when an answer's lifetime (its TTL) runs out;
 /// - `PathEvaluation`: the per-interface paths, only while wanted;
 /// - `TargetEvaluator+Users`: the answers of users the uid rules route otherwise;
 /// - `TargetEvaluator+Queries`: one-shot answers, kept nowhere.
@@ -43,9 +44,13 @@ public final class TargetEvaluator {
     var isEvaluating = false
     /// Looks every host up again, while host targets exist.
     var refreshTimer: SourceHandle?
-    /// The lookups owed again after a temporary failure.
-    private(set) lazy var retries = LookupRetries { [unowned self] in self.resolve($0, afresh: false) }
+    /// The lookups owed at a time of their own: after a temporary failure, at an answer's TTL.
+    private(set) lazy var schedule = LookupSchedule { [unowned self] in self.resolve($0, afresh: false) }
     let refreshInterval: UInt32
+    /// Resumes from sleep (the live network only).
+    private var sleepWatch: SleepWatch?
+    /// Within `resumed`: the invalidation is `resumed`, whatever the paths say.
+    private var isResuming = false
 
     /// Where every result goes (weak: the sink owns this evaluator).
     public weak var sink: EvaluationSink?
@@ -65,7 +70,7 @@ public final class TargetEvaluator {
             if isPathWanted {
                 if hasFacts { evaluatePath() }
             } else {
-                paths.state = .none
+                paths.reset()
             }
         }
     }
@@ -88,6 +93,18 @@ public final class TargetEvaluator {
         start(source: try NetworkObserver(mode: mode, logger: logger, failureLevel: failureLevel) {
             [unowned self] in self.networkChanged()
         })
+        sleepWatch = SleepWatch(logger: logger) { [unowned self] why in self.resumed(why) }
+    }
+
+    /// After a resume (`SleepWatch`): everything read again at once, on the loop, before any
+    /// other call is answered — links, addresses, routes, rules and neighbours (every cached
+    /// route answer forgotten), and every host looked up again — and then the invalidation.
+    public func resumed(_ why: String) {
+        logger.info("resumed from sleep (\(why)); evaluating everything again")
+        isResuming = true
+        reevaluateEverything()
+        isResuming = false
+        sink?.invalidated(.resumed)
     }
 
     /// Reads the network from `source` instead (recorded answers a test replays); the
@@ -224,9 +241,11 @@ public final class TargetEvaluator {
     /// the words returned.
     @discardableResult
     private func evaluatePath(logged: Bool = true) -> String {
-        let (changed, words) = paths.evaluate(facts, source: source)
+        let (changed, invalidation, words) = paths.evaluate(facts, source: source)
         if logged { logger.debug("\(words)") }
         if changed { sink?.pathChanged(paths.state) }
+        // After a resume, `resumed` says it instead, once.
+        if let invalidation, !isResuming { sink?.invalidated(invalidation) }
         return words
     }
 

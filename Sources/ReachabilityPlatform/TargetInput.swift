@@ -71,7 +71,15 @@ public enum TargetInput: Hashable, Sendable {
         }
         try checkNoNUL(text, "address")
         do {
-            return .address(try IPAddress(parsing: text))
+            let address = try IPAddress(parsing: text)
+            // An IPv4-mapped IPv6 address is that IPv4 address to a socket (a dual-stack socket
+            // connects over IPv4): one target, answered as IPv4.
+            if address.family == .ipv6, address.scopeIndex == 0, address.bytes[0..<10].allSatisfy({ $0 == 0 }),
+               address.bytes[10] == 0xFF, address.bytes[11] == 0xFF,
+               let mapped = try? IPAddress(parsing: address.bytes[12...].map(String.init).joined(separator: ".")) {
+                return .address(mapped)
+            }
+            return .address(address)
         } catch .unknownScope(let scope) {
             throw InvalidTarget(message: "address \(quoted(text)): no interface \(quoted(scope)) for the scope")
         } catch {
@@ -95,8 +103,8 @@ public enum TargetInput: Hashable, Sendable {
                 message: "host name is \(text.utf8.count) bytes long; at most \(TargetName.maximumInputLength) are accepted")
         }
         try checkNoNUL(text, "host name")
-        if TargetName.looksLikeAddressLiteral(text), let address = try? IPAddress(parsing: text) {
-            return .address(address)
+        if TargetName.looksLikeAddressLiteral(text), (try? IPAddress(parsing: text)) != nil {
+            return try parseAddress(text)
         }
         if text.utf8.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: ":") }) {
             // Meant as an address literal (a scope or a colon can only be that).

@@ -124,12 +124,20 @@ public final class WatchedHost {
         case resolved([IPAddress])
         case failed(String)
 
-        /// A lookup's answer.
+        /// A lookup's answer. An unspecified address (a blocking resolver's 0.0.0.0 or `::`)
+        /// is where a connect to it goes: the local host (127.0.0.1, `::1`).
         init(_ result: Result<[IPAddress], ResolveError>) {
             switch result {
-            case .success(let addresses): self = .resolved(addresses)
+            case .success(let addresses): self = .resolved(addresses.map(Self.connected))
             case .failure(let error): self = .failed(error.message)
             }
+        }
+
+        private static let loopback = (v4: try! IPAddress(parsing: "127.0.0.1"), v6: try! IPAddress(parsing: "::1"))
+
+        private static func connected(_ address: IPAddress) -> IPAddress {
+            guard AddressText.isUnspecified(address.description) else { return address }
+            return address.family == .ipv4 ? loopback.v4 : loopback.v6
         }
     }
 
@@ -141,12 +149,19 @@ public final class WatchedHost {
     var lookup: (any NameLookup)?
     /// A network change arrived while a lookup was in flight: look up again when it ends.
     var lookupAgain = false
+    /// `lookup` asks only how long the last answer lives (`NameResolver.lifetime`): a new
+    /// reason to look the name up replaces it at once.
+    var isAskingLifetime = false
     /// Temporary failures in a row since the last answer or fresh lookup: how long the
-    /// next retry waits (`LookupRetries`). One byte, beside `lookupAgain`: with the
+    /// next retry waits (`LookupSchedule`). One byte, beside the flags: with the
     /// reference below, a host still takes the allocation it took without them.
     var temporaryFailures: UInt8 = 0
-    /// Where a retry is owed, while one is (weak: the evaluator owns it).
-    weak var retries: LookupRetries?
+    /// The DNS TTL of the last answer (seconds; 0: none known): a lookup that gives the same
+    /// addresses again keeps it instead of asking it again. In the padding before the
+    /// reference below: a host takes the allocation it took without it.
+    var ttl: UInt32 = 0
+    /// Where a lookup is owed, while one is (weak: the evaluator owns it).
+    weak var schedule: LookupSchedule?
 
     init(name: String, owner: UserID) {
         self.name = name
@@ -162,6 +177,6 @@ public final class WatchedHost {
     func cancel() {
         lookup?.cancel()
         lookup = nil
-        retries?.forget(self)
+        schedule?.forget(self)
     }
 }

@@ -13,6 +13,7 @@ extension DaemonBackend {
         let feed: PathFeed
         var path: ObjectPath?
         var signal: SignalSubscription?
+        var invalidated: SignalSubscription?
         var properties: [String: DBusValue] = [:]
         /// Its properties have been read (`GetAll`) since it was last held.
         var isSettled = false
@@ -25,6 +26,8 @@ extension DaemonBackend {
         func forget() {
             signal?.cancel()
             signal = nil
+            invalidated?.cancel()
+            invalidated = nil
             path = nil
             properties = [:]
         }
@@ -40,6 +43,7 @@ extension DaemonBackend {
         guard let watch = pathWatch, watch.feed === feed else { return }
         pathWatch = nil
         watch.signal?.cancel()
+        watch.invalidated?.cancel()
         if let path = watch.path {
             release(path)
         }
@@ -82,6 +86,12 @@ extension DaemonBackend {
             else { return }
             watch.properties.merge(Self.dictionary(entries)) { $1 }
             watch.publish()
+        }
+        watch.invalidated = connection.subscribe(sender: ServiceNames.busName, path: path,
+                                                 interface: ServiceNames.pathInterface,
+                                                 member: Contract.Path.invalidated.name) { values in
+            guard let reason = values.first?.stringValue.flatMap(InvalidationReason.init(rawValue:)) else { return }
+            watch.feed.invalidate(reason)
         }
         readProperties(at: path, of: ServiceNames.pathInterface) { [weak self] result in
             guard let self, self.pathWatch === watch else { return }

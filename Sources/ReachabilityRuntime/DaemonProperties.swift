@@ -50,6 +50,7 @@ extension PathState {
                   isExpensive: bool(Contract.Path.expensive.name), isConstrained: bool(Contract.Path.constrained.name),
                   linkQuality: quality ?? .unknown,
                   reason: p[Contract.Path.reason.name]?.stringValue.flatMap { Reason(rawValue: $0) })
+        networkIdentity = p[Contract.Path.networkIdentity.name]?.stringValue ?? ""
     }
 }
 

@@ -101,6 +101,8 @@ extension InProcessBackend: EvaluationSink {
 
     func pathChanged(_ state: PathState) { pathFeed?.publish(state, settled: evaluator.hasFacts) }
 
+    func invalidated(_ reason: InvalidationReason) { pathFeed?.invalidate(reason) }
+
     func evaluationFinished() {
         for target in targets.values { publish(target) }
         // The first evaluation settles the path (`pathChanged` says nothing if it is still `.none`).

@@ -10,17 +10,45 @@ final class PathFeed {
     private(set) var isSettled = false
     private var subscribers: [Int: @Sendable (PathState) -> Void] = [:]
 
-    var isEmpty: Bool { subscribers.isEmpty }
-
     func add(_ id: Int, _ receive: @escaping @Sendable (PathState) -> Void) {
         subscribers[id] = receive
         if isSettled { receive(state) }
     }
 
-    func remove(_ id: Int) { subscribers[id] = nil }
+    func remove(_ id: Int) {
+        subscribers[id] = nil
+        invalidationSubscribers[id] = nil
+    }
 
-    /// A new state from the backend; `settled` once it is a real answer.
+    /// Told of every invalidation, with its reason.
+    private var invalidationSubscribers: [Int: @Sendable (InvalidationReason) -> Void] = [:]
+
+    var isEmpty: Bool { subscribers.isEmpty && invalidationSubscribers.isEmpty }
+
+    func addInvalidations(_ id: Int, _ receive: @escaping @Sendable (InvalidationReason) -> Void) {
+        invalidationSubscribers[id] = receive
+    }
+
+    /// A connection made before may be broken (`Path.Invalidated`): its subscribers hear the reason.
+    /// (Another network is a new path for the path subscribers already: `publish`.)
+    func invalidate(_ reason: InvalidationReason) {
+        for receive in Array(invalidationSubscribers.values) { receive(reason) }
+    }
+
+    /// The last network that had an identity.
+    private var lastNetwork = ""
+
+    /// A new state from the backend; `settled` once it is a real answer. A state on another
+    /// network than the last one (`networkIdentity`; not a flap back to the same) is a new path
+    /// even when nothing else differs (`PathState.invalidations`), as Apple's monitor delivers
+    /// a new path on a gateway change.
     func publish(_ new: PathState, settled: Bool) {
+        var new = new
+        new.invalidations = state.invalidations
+        if !new.networkIdentity.isEmpty {
+            if !lastNetwork.isEmpty && new.networkIdentity != lastNetwork { new.invalidations &+= 1 }
+            lastNetwork = new.networkIdentity
+        }
         let changed = new != state || (settled && !isSettled)
         state = new
         isSettled = isSettled || settled
@@ -55,6 +83,21 @@ extension Runtime {
         backend.openPath(feed)
     }
 
+    /// Adds a subscriber to the invalidations of the path feed the library would use.
+    func subscribeInvalidations(_ id: Int, _ receive: @escaping @Sendable (InvalidationReason) -> Void) {
+        choosingPath.insert(id)
+        mode(nil) { [unowned self] result in
+            guard self.choosingPath.remove(id) != nil else { return }
+            guard case .success(let mode) = result, case .success(let backend) = self.backend(mode) else { return }
+            self.pathFeedOfSubscriber[id] = mode
+            if let feed = self.pathFeeds[mode] { return feed.addInvalidations(id, receive) }
+            let feed = PathFeed()
+            self.pathFeeds[mode] = feed
+            feed.addInvalidations(id, receive)
+            backend.openPath(feed)
+        }
+    }
+
     func unsubscribePath(_ id: Int) {
         if choosingPath.remove(id) != nil { return }
         guard let mode = pathFeedOfSubscriber.removeValue(forKey: id), let feed = pathFeeds[mode] else { return }
@@ -81,5 +124,13 @@ package enum PathUpdates {
     /// monitor in this process follows it. Never inside the delivery that may call it.
     package static func unsubscribe(_ id: Int) {
         Runtime.send { runtime in runtime.unsubscribePath(id) }
+    }
+
+    /// Calls `receive` on the library's thread with the reason of every invalidation
+    /// (`Path.Invalidated`: a connection made before may be broken), until `unsubscribe`.
+    package static func subscribeInvalidations(_ receive: @escaping @Sendable (InvalidationReason) -> Void) -> Int {
+        let id = Runtime.newID()
+        Runtime.send { runtime in runtime.subscribeInvalidations(id, receive) }
+        return id
     }
 }

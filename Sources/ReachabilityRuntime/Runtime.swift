@@ -97,10 +97,10 @@ package final class Runtime {
         case .success(let daemon):
             daemon.isServiceAvailable { [logger] available in
                 if available {
-                    logger.debug("answering through \(ServiceNames.busName) on the system bus")
-                    return done(.success(.daemon))
+                    return Self.checkNamespace(of: daemon, requested: requested, logger: logger, done)
                 }
                 if requested != .daemon {
+                    ReachabilityMode.noteInProcess("no reachabilityd on the system bus")
                     logger.info("\(ServiceNames.busName) is not on the system bus; answering in-process")
                 }
                 done(requested == .daemon
@@ -108,8 +108,39 @@ package final class Runtime {
                     : .success(.inProcess))
             }
         case .failure(let error):
-            if requested != .daemon { logger.info("cannot use the system bus (\(error)); answering in-process") }
+            if requested != .daemon {
+                ReachabilityMode.noteInProcess("no reachabilityd on the system bus")
+                logger.info("cannot use the system bus (\(error)); answering in-process")
+            }
             done(requested == .daemon ? .failure(error) : .success(.inProcess))
+        }
+    }
+
+    /// The daemon answers for its own network namespace (`Manager.NetworkNamespace`): a process
+    /// in another (a container given the host's bus socket) answers in-process instead, for its
+    /// own — unless it asked for the daemon, which it then gets, told so in the log. A daemon
+    /// that does not say (an older one, 0: unknown), or does not answer within 3 s (it is
+    /// starting, or hung: its calls then fail on their own), is taken as this namespace's.
+    private static func checkNamespace(of daemon: DaemonBackend, requested: ReachabilityMode?, logger: Logger,
+                                       _ done: @escaping (Result<ReachabilityMode, ReachabilityError>) -> Void) {
+        daemon.connection.callAsync(
+            destination: ServiceNames.busName, path: DaemonBackend.root, interface: DaemonBackend.properties,
+            member: "Get", [.string(ServiceNames.managerInterface), .string(Contract.Manager.networkNamespace.name)],
+            timeoutMilliseconds: 3000) { result in
+            let ours = NetworkNamespace.current()
+            guard case .success(let values) = result, case .variant(.uint64(let theirs))? = values.first,
+                  theirs != 0, ours != 0, theirs != ours else {
+                logger.debug("answering through \(ServiceNames.busName) on the system bus")
+                return done(.success(.daemon))
+            }
+            let why = "reachabilityd answers for network namespace \(theirs), this process is in \(ours)"
+            if requested == .daemon {
+                logger.info("\(why); answering through it as asked: its answers are its namespace's")
+                return done(.success(.daemon))
+            }
+            ReachabilityMode.noteInProcess(why)
+            logger.info("\(why); answering in-process")
+            done(.success(.inProcess))
         }
     }
 

@@ -1,3 +1,4 @@
+import Synchronization
 import ReachabilityBus
 import ReachabilityCore
 import ReachabilityPlatform
@@ -94,6 +95,16 @@ public enum ReachabilityMode: String, Sendable, Hashable, CustomStringConvertibl
     case inProcess = "in-process"
 
     public var description: String { rawValue }
+
+    /// Why this process answers in-process although it did not ask to: no reachabilityd on
+    /// the system bus, or one that answers for another network namespace than this
+    /// process's (`Manager.NetworkNamespace`). `nil` while answers come from the daemon,
+    /// before the choice, or when in-process was asked for.
+    public static var inProcessReason: String? { reason.withLock { $0 } }
+
+    private static let reason = Mutex<String?>(nil)
+
+    static func noteInProcess(_ why: String) { reason.withLock { $0 = why } }
 }
 
 /// Why a target cannot be watched or queried.

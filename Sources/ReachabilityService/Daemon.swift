@@ -239,6 +239,11 @@ extension Daemon: EvaluationEvents {
         manager.backend = facts.backend
     }
 
+    public func invalidated(_ reason: InvalidationReason) {
+        logger.info("path invalidated: \(reason.rawValue)")
+        paths.object?.invalidated(reason)
+    }
+
     public func pathChanged(_ state: PathState) {
         if state.summary != (paths.object?.state ?? .none).summary {
             logger.notice("path: \(state.summary)",

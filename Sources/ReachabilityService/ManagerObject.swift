@@ -17,6 +17,9 @@ public final class ManagerObject {
     let paths: PathRegistry
     let requests: EvaluationRequests
 
+    /// The daemon's network namespace, read once: a process never changes its own.
+    static let networkNamespace = NetworkNamespace.current()
+
     init(registry: TargetRegistry, paths: PathRegistry, requests: EvaluationRequests) {
         self.registry = registry
         self.paths = paths
@@ -67,6 +70,7 @@ public final class ManagerObject {
         properties: [
             Property(Contract.Manager.backend) { .string($0.backend.rawValue) },
             Property(Contract.Manager.version) { _ in .string(Names.version) },
+            Property(Contract.Manager.networkNamespace) { _ in .uint64(ManagerObject.networkNamespace) },
         ],
         introspection: Names.contract[Names.managerInterface])
 }

@@ -24,6 +24,13 @@ public final class PathObject {
         exported?.propertiesChanged()
     }
 
+    /// `Invalidated(reason)`: a connection made before may be broken.
+    func invalidated(_ reason: InvalidationReason) {
+        exported?.emit(Self.invalidatedSignal, interface: Names.pathInterface, [.string(reason.rawValue)])
+    }
+
+    nonisolated static let invalidatedSignal = Signal(Contract.Path.invalidated)
+
     /// The `…Path` interface: every member declared once, here.
     nonisolated static let interface = Interface<PathObject>(
         Names.pathInterface,
@@ -35,7 +42,9 @@ public final class PathObject {
             Property(Contract.Path.constrained) { .boolean($0.state.isConstrained) },
             Property(Contract.Path.linkQuality) { .string($0.state.linkQuality.rawValue) },
             Property(Contract.Path.reason) { .string($0.state.reason?.rawValue ?? "") },
+            Property(Contract.Path.networkIdentity) { .string($0.state.networkIdentity) },
         ],
+        signals: [invalidatedSignal],
         introspection: Names.contract[Names.pathInterface])
 }
 

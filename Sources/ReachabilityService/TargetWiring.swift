@@ -11,6 +11,7 @@ protocol EvaluationEvents: AnyObject {
     func factsReloaded(_ facts: NetworkFacts)
     func pathChanged(_ state: PathState)
     func evaluationFinished()
+    func invalidated(_ reason: InvalidationReason)
 }
 
 /// The daemon's targets wired to its evaluator, both ways — the evaluator's sink.
@@ -89,6 +90,8 @@ final class TargetWiring: EvaluationSink {
     func pathChanged(_ state: PathState) { daemon?.pathChanged(state) }
 
     func evaluationFinished() { daemon?.evaluationFinished() }
+
+    func invalidated(_ reason: InvalidationReason) { daemon?.invalidated(reason) }
 
     private func object(for target: WatchedTarget) -> TargetObject? {
         target === internet.target ? internet : registry.object(for: target)

@@ -40,7 +40,7 @@ enum Output {
     /// Says once, on standard error, that the answers are computed in this process.
     static func noteInProcess(forced: Bool) {
         guard !notedInProcess.exchange(true, ordering: .relaxed) else { return }
-        let why = forced ? "--no-daemon" : "no reachabilityd on the system bus"
+        let why = forced ? "--no-daemon" : ReachabilityMode.inProcessReason ?? "no reachabilityd on the system bus"
         line("reachctl: \(why); evaluating in this process", to: STDERR_FILENO)
     }
 

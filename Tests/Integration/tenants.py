@@ -110,9 +110,11 @@ def _qname(packet: bytes) -> tuple:
     return ".".join(labels).lower(), qtype, i + 4
 
 
-def dns_answer(packet: bytes, failing: frozenset = frozenset()) -> tuple:
+def dns_answer(packet: bytes, failing: frozenset = frozenset(), table: Optional[dict] = None) -> tuple:
     """(zone, reply or None) for one query: ``fast`` answered, ``never`` dropped, ``other`` NXDOMAIN;
-    a name in ``failing`` is answered SERVFAIL (zone ``servfail``: the server cannot answer for now)."""
+    a name in ``failing`` is answered SERVFAIL (zone ``servfail``: the server cannot answer for now).
+    A name in ``table`` (``name: (address, TTL)``) is answered with that A (or, for an IPv6
+    address, AAAA) record alone (zone ``fast``), whatever its zone."""
     try:
         name, qtype, end = _qname(packet)
     except (IndexError, ValueError, struct.error):
@@ -126,6 +128,15 @@ def dns_answer(packet: bytes, failing: frozenset = frozenset()) -> tuple:
     rcode = 3  # NXDOMAIN
     if name in failing:
         rcode = 2  # SERVFAIL
+    elif table and name in table:
+        rcode = 0
+        address, ttl = table[name]
+        if qtype == 1 and ":" not in address:
+            records = struct.pack("!HHHIH", 0xC00C, 1, 1, ttl, 4) + socket.inet_pton(socket.AF_INET, address)
+            count = 1
+        elif qtype == 28 and ":" in address:
+            records = struct.pack("!HHHIH", 0xC00C, 28, 1, ttl, 16) + socket.inet_pton(socket.AF_INET6, address)
+            count = 1
     elif name == FAST_ZONE or name.endswith("." + FAST_ZONE):
         rcode = 0
         if qtype == 1:
@@ -143,12 +154,14 @@ class DnsServer:
     """The DNS server of a namespace, on its 127.0.0.1:53 (UDP and TCP are not both needed:
     glibc asks over UDP and our answers are small). A thread of this process, its socket
     made in the namespace; ``queries`` holds ``(monotonic time, zone, name)`` of each query.
-    The names in ``failing`` (the test changes it) are answered SERVFAIL."""
+    The names in ``failing`` (the test changes it) are answered SERVFAIL, those in ``records``
+    with the address and TTL it gives."""
 
     def __init__(self, netns: str):
         self.netns = netns
         self.queries: list = []
         self.failing: frozenset = frozenset()
+        self.records: dict = {}
         self.lock = threading.Lock()
         self.sock: Optional[socket.socket] = None
         self.thread: Optional[threading.Thread] = None
@@ -170,7 +183,7 @@ class DnsServer:
                 continue
             except OSError:
                 return
-            zone, reply = dns_answer(packet, self.failing)
+            zone, reply = dns_answer(packet, self.failing, dict(self.records))
             try:
                 name = _qname(packet)[0]
             except (IndexError, ValueError, struct.error):
@@ -230,17 +243,20 @@ def network_namespace(name: str):
 
 class ResolverDaemon(harness.Daemon):
     """reachabilityd in the lab's namespace (``ip netns exec`` execs it: the PID is the daemon's),
-    with ``/etc/resolv.conf`` bind-mounted from the lab's in the mount namespace ``ip netns exec``
-    makes for it (the mount reaches nothing else)."""
+    with ``/etc/resolv.conf`` and ``/etc/hosts`` bind-mounted from the lab's in the mount namespace
+    ``ip netns exec`` makes for it (the mounts reach nothing else: the machine's files are never
+    touched; a test writes the lab's)."""
 
-    def __init__(self, netns: str, resolver: Path, *args, **kwargs):
+    def __init__(self, netns: str, resolver: Path, *args, hosts: Optional[Path] = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.netns = netns
         self.resolver = resolver
+        self.hosts = hosts
 
     def argv(self) -> list:
+        hosts = f'mount --bind "{self.hosts}" /etc/hosts && ' if self.hosts else ""
         return harness.Namespaces.exec_argv(self.netns) + [
-            "/bin/sh", "-c", 'mount --bind "$0" /etc/resolv.conf && exec "$@"', str(self.resolver),
+            "/bin/sh", "-c", hosts + 'mount --bind "$0" /etc/resolv.conf && exec "$@"', str(self.resolver),
             str(self.binary)] + self.args
 
 
@@ -321,6 +337,7 @@ class TenantLab(harness.Lab):
         self.daemon_process: Optional[harness.Daemon] = None
         self.children: list = []
         self.resolver = self.directory / "resolv.conf"
+        self.hosts = self.directory / "hosts"
         self.tree = self.directory / "tree"
 
     def start(self) -> "TenantLab":
@@ -342,6 +359,9 @@ class TenantLab(harness.Lab):
         self.dns.start()
         self.resolver.write_text("# written by the test: the lab's DNS server\nnameserver 127.0.0.1\n")
         self.resolver.chmod(0o644)
+        # The daemon's /etc/hosts: the machine's, which the test may add to.
+        self.hosts.write_text(Path("/etc/hosts").read_text() if Path("/etc/hosts").exists() else "127.0.0.1 localhost\n")
+        self.hosts.chmod(0o644)
         # The children run as other users, from a copy of the files of the checkout they read
         # (this module, the harness, the contract the harness takes the names from).
         for source in (Path(__file__), Path(harness.__file__), harness.CONTRACT_XML):
@@ -352,7 +372,7 @@ class TenantLab(harness.Lab):
         return self
 
     def new_daemon(self, log: Path, args: Optional[list]) -> harness.Daemon:
-        return ResolverDaemon(self.netns, self.resolver, self.bus.address, log, args=args)
+        return ResolverDaemon(self.netns, self.resolver, self.bus.address, log, args=args, hosts=self.hosts)
 
     def start_daemon(self, *extra: str) -> harness.Daemon:
         """reachabilityd (root, kernel backend, ``extra`` arguments), once it owns its name and has

@@ -255,7 +255,7 @@ def test_without_networkmanager_the_answer_is_unknown(plain_lab, client):
     assert client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchPath") == (PATH_PATH,)
     path = client.get_all(SERVICE, PATH_PATH, PATH_IFACE)
     assert path == {"Interfaces": [], "Flags": 0, "DnsConfigured": False, "Expensive": False, "Constrained": False,
-                    "LinkQuality": "unknown", "Reason": ""}, path
+                    "LinkQuality": "unknown", "Reason": "", "NetworkIdentity": ""}, path
     # The answer is stable: no signal says otherwise after a Refresh.
     recorder = plain_lab.recorder()
     try:

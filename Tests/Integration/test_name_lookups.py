@@ -10,8 +10,14 @@ the test decides when a name fails and when it answers.
   host is not asked again either, and once nothing is owed the daemon does not wake.
 * The resolver's file changes (the daemon's ``/etc/resolv.conf`` is bind-mounted from the
   lab's): a fact that changed, so the held names are looked up again.
+* Names follow their answers (SPEC "Over time"): a held name is looked up again when its
+  answer's TTL runs out (never sooner than 5 s); after an outage longer than the quick
+  retries, every 30 s; at once when ``/etc/hosts`` changes (the daemon's is bind-mounted
+  from the lab's: the machine's is never touched). A name with a trailing dot is absolute:
+  no search list, as ``getent ahosts name.``.
 """
 
+import time
 from pathlib import Path
 
 import harness
@@ -93,3 +99,77 @@ def test_a_changed_resolver_file_has_held_names_looked_up_again(tenant_lab):
     lab.resolver.write_text("# written by the test: the lab's DNS server\nnameserver 127.0.0.1\nsearch fast.test\n")
     short.wait_status(2, REACHABLE | IS_DIRECT, "svc found in the search domain the file now names")
     assert lab.dns.count(name_contains="svc.fast.test") > 0
+
+
+def test_an_absolute_name_is_looked_up_without_the_search_list(tenant_lab):
+    """With ``search fast.test``, ``svc`` is found as ``svc.fast.test``; ``svc.`` is another target,
+    looked up as it is (no search list): not found, as ``getent ahosts svc.`` says."""
+    lab = tenant_lab
+    lab.resolver.write_text("# written by the test: the lab's DNS server\nnameserver 127.0.0.1\nsearch fast.test\n")
+    lab.start_daemon()
+    relative = watch(lab, "svc")
+    relative.wait_status(2, REACHABLE | IS_DIRECT, "svc found in the search domain")
+    absolute = watch(lab, "svc.")
+    absolute.wait_props({"Status": 0}, "svc. (absolute) not found: the root has no svc")
+    assert "not known" in absolute.props["Error"], absolute.describe()
+    assert lab.client.get(SERVICE, path_of("host", "svc."), harness.TARGET_IFACE, "Name") == "svc."
+    flags, status, _details = lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "Query", "s", ("svc.",))
+    assert (flags, status) == (0, 0), f"Query(svc.) answered {flags:#x}, {status}"
+
+
+def test_a_name_whose_answer_moves_is_followed_at_its_ttl(tenant_lab):
+    """moving.fast.test answers 192.0.2.10 with a TTL of 5 s, then 198.51.100.7 (unreachable in
+    the lab): the held name follows within TTL + 2 s, with no network event and no call."""
+    lab = tenant_lab
+    name = "moving." + FAST_ZONE
+    lab.namespaces.ip(lab.netns, "route", "add", "unreachable", "198.51.100.0/24")
+    lab.dns.records = {name: ("192.0.2.10", 5)}
+    lab.start_daemon()
+    moving = watch(lab, name)
+    moving.wait_status(2, REACHABLE | IS_DIRECT, f"{name} at 192.0.2.10")
+    moving.barrier()
+    lab.dns.records = {name: ("198.51.100.7", 5)}
+    moved = time.monotonic()
+    moving.wait_props({"Addresses": ["198.51.100.7"], "Status": 0}, f"{name} follows its new answer", timeout=7.0)
+    took = time.monotonic() - moved
+    assert took <= 7.0, f"followed after {took:.1f} s"
+    # Not by asking all the time: one lookup per 5 s at most (getaddrinfo's A and AAAA, the
+    # TTL's A and AAAA), so no more than two lookups' queries in these 7 s.
+    asked = lab.dns.count(name_contains=name, since=moved)
+    assert asked <= 8, f"{asked} queries of {name} in {time.monotonic() - moved:.1f} s"
+
+
+def test_an_outage_longer_than_the_retries_is_followed_at_the_capped_interval(tenant_lab):
+    """The server fails (SERVFAIL) for longer than the quick retries (0.5 s ... 16 s: 31.5 s in
+    all); once it answers again, the held name is reachable within 30 s + 2 s, not only at the
+    refresh interval (300 s)."""
+    lab = tenant_lab
+    name = "outage." + FAST_ZONE
+    lab.dns.failing = frozenset({name})
+    lab.start_daemon()
+    outage = watch(lab, name)
+    outage.wait_props({"Status": 0}, f"{name}: its first lookup fails for now")
+    started = time.monotonic()
+    # The scenario is time itself: the outage outlasts the quick retries (31.5 s after the first).
+    time.sleep(max(0.0, 33.0 - (time.monotonic() - started)))
+    lab.dns.failing = frozenset()
+    ended = time.monotonic()
+    outage.wait_status(2, REACHABLE | IS_DIRECT, f"{name} reachable once its server answers", timeout=32.0)
+    assert time.monotonic() - ended <= 32.0
+
+
+def test_a_name_added_to_or_removed_from_the_hosts_file_is_followed_within_a_second(tenant_lab):
+    """``hosts-only.test`` is nowhere in DNS (NXDOMAIN); a line for it is appended to the daemon's
+    /etc/hosts (written in place): reachable within 1 s; the line removed: not found within 1 s."""
+    lab = tenant_lab
+    name = "hosts-only.test"
+    original = lab.hosts.read_text()
+    lab.start_daemon()
+    held = watch(lab, name)
+    held.wait_props({"Status": 0}, f"{name}: not found")
+    with open(lab.hosts, "a", encoding="ascii") as hosts:
+        hosts.write(f"192.0.2.20 {name}\n")
+    held.wait_status(2, REACHABLE | IS_DIRECT, f"{name} reachable once /etc/hosts names it", timeout=1.0)
+    assert held.props["Addresses"] == ["192.0.2.20"], held.describe()
+    lab.hosts.write_text(original)
+    held.wait_props({"Status": 0, "Addresses": []}, f"{name} gone with its line", timeout=1.0)

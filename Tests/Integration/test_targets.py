@@ -84,12 +84,12 @@ def test_routed_on_link_and_both_families(lab):
     assert props["Kind"] == "host" and props["Name"] == ROUTED[0] and props["Error"] == ""
 
     onlink = watch(client, "WatchHost", "SomeHost.Test.")
-    assert onlink == path_of("host", "somehost.test")
+    assert onlink == path_of("host", "somehost.test."), "absolute: its dot kept (another target than somehost.test)"
     props = settled(lab, onlink, "on-link host resolved", lambda p: p.get("Status") == 2)
     assert props["Flags"] == REACHABLE | IS_DIRECT, harness.fmt_props(props)
     assert sorted(props["Addresses"]) == sorted(SOMEHOST[1:])
     assert props["ReachableIPv4"] and props["ReachableIPv6"]
-    assert props["Name"] == "somehost.test"
+    assert props["Name"] == "somehost.test."
 
 
 @pytest.mark.parametrize("method,literal,canonical", [

@@ -142,24 +142,24 @@ struct HostTargetTests {
         #expect(resolver.fail("example.com", Self.temporaryFailure, temporary: true))
         #expect(host.state.flags == [] && host.state.reason == .lookupFailed && host.state.error == Self.temporaryFailure)
         #expect(sink.settled == ["example.com"], "told at once: the waiting hear the answer there is")
-        #expect(resolver.pending.isEmpty && evaluator.retries.count == 1)
-        let first = try #require(evaluator.retries.deadline)
+        #expect(resolver.pending.isEmpty && evaluator.schedule.count == 1)
+        let first = try #require(evaluator.schedule.deadline)
         #expect(first - failed >= 500_000 && first - failed < 600_000, "the first retry half a second later")
 
-        evaluator.retries.makeDue(now: first)
+        evaluator.schedule.makeDue(now: first)
         #expect(resolver.pending.map(\.host) == ["example.com"] && resolver.pending.first?.owner == 1000,
                 "a lookup like any other, charged to the host's owner")
-        #expect(evaluator.retries.count == 0 && evaluator.retries.deadline == nil, "no timer while it runs")
+        #expect(evaluator.schedule.count == 0 && evaluator.schedule.deadline == nil, "no timer while it runs")
         let again = MonotonicClock.microseconds()
         #expect(resolver.fail("example.com", Self.temporaryFailure, temporary: true))
-        let second = try #require(evaluator.retries.deadline)
+        let second = try #require(evaluator.schedule.deadline)
         #expect(second - again >= 1_000_000 && second - again < 1_100_000, "then a second later")
         #expect(sink.changes.count == 1, "the same answer again is no change")
 
-        evaluator.retries.makeDue(now: second)
+        evaluator.schedule.makeDue(now: second)
         #expect(resolver.answer("example.com", ["198.51.100.80"]))
         #expect(host.state.flags == .reachable && host.state.error.isEmpty)
-        #expect(evaluator.retries.count == 0 && evaluator.retries.deadline == nil, "answered: no retry, no timer")
+        #expect(evaluator.schedule.count == 0 && evaluator.schedule.deadline == nil, "answered: no retry, no timer")
         #expect(resolver.lookups.count == 3)
     }
 
@@ -171,8 +171,8 @@ struct HostTargetTests {
         evaluator.networkChanged()
         #expect(resolver.fail("nowhere.example", "Name or service not known"))
         #expect(host.state.error == "Name or service not known")
-        #expect(evaluator.retries.count == 0 && evaluator.retries.deadline == nil)
-        evaluator.retries.makeDue(now: .max / 2)
+        #expect(evaluator.schedule.count == 0 && evaluator.schedule.deadline == nil)
+        evaluator.schedule.makeDue(now: .max / 2)
         #expect(resolver.lookups.count == 1)
     }
 
@@ -185,47 +185,55 @@ struct HostTargetTests {
         evaluator.networkChanged()
         resolver.fail("example.com", Self.temporaryFailure, temporary: true)
         resolver.fail("other.example", Self.temporaryFailure, temporary: true)
-        #expect(evaluator.retries.count == 2 && evaluator.retries.deadline != nil)
+        #expect(evaluator.schedule.count == 2 && evaluator.schedule.deadline != nil)
 
         sink.targets = [other]
         host.cancel()
-        #expect(evaluator.retries.count == 1 && evaluator.retries.deadline != nil, "the other's is still owed")
+        #expect(evaluator.schedule.count == 1 && evaluator.schedule.deadline != nil, "the other's is still owed")
         other.cancel()
         sink.targets = []
-        #expect(evaluator.retries.count == 0 && evaluator.retries.deadline == nil, "none owed: no timer")
-        evaluator.retries.makeDue(now: .max / 2)
+        #expect(evaluator.schedule.count == 0 && evaluator.schedule.deadline == nil, "none owed: no timer")
+        evaluator.schedule.makeDue(now: .max / 2)
         #expect(resolver.lookups.count == 2, "nothing looked up again")
     }
 
-    @Test("a fresh reason to look up makes the retry owed at once and starts the waits again; the refresh timer does not")
+    @Test("a fresh reason to look up makes the retry owed at once and starts the waits again; after the quick retries, every 30 s")
     @LoopActor func freshLookupReplacesRetry() throws {
         let (evaluator, _, resolver, sink) = evaluator()
         let host = WatchedTarget(.host("example.com"))
         sink.targets = [host]
         evaluator.networkChanged()
         var failures = 0
-        // Every retry fails for now: after as many as there are waits, none is owed.
+        // Every retry fails for now: after as many as there are waits, one every 30 s.
+        var waits: [Int64] = []
         while resolver.fail("example.com", Self.temporaryFailure, temporary: true) {
             failures += 1
-            guard let deadline = evaluator.retries.deadline else { break }
-            evaluator.retries.makeDue(now: deadline)
+            let failed = MonotonicClock.microseconds()
+            guard let deadline = evaluator.schedule.deadline, failures <= LookupSchedule.delays.count + 2 else { break }
+            waits.append(deadline - failed)
+            evaluator.schedule.makeDue(now: deadline)
         }
-        #expect(failures == LookupRetries.delays.count + 1)
-        #expect(evaluator.retries.count == 0 && evaluator.retries.deadline == nil, "then the refresh interval's cadence")
+        #expect(failures == LookupSchedule.delays.count + 3)
+        for (wait, expected) in zip(waits, LookupSchedule.delays + [NameLifetime.outageRetry, NameLifetime.outageRetry]) {
+            #expect(wait <= expected && wait > expected - 100_000, "waited \(wait) µs, not \(expected)")
+        }
+        let capped = try #require(evaluator.schedule.deadline)
+        #expect(capped - MonotonicClock.microseconds() > NameLifetime.outageRetry - 100_000,
+                "after the quick retries, the capped interval")
 
-        // The refresh timer's lookup fails again: no new series of retries.
+        // The refresh timer's lookup fails again: still the capped interval, not the quick waits.
         evaluator.resolve(host, afresh: false)
         #expect(resolver.fail("example.com", Self.temporaryFailure, temporary: true))
-        #expect(evaluator.retries.deadline == nil)
+        #expect(try #require(evaluator.schedule.deadline) - MonotonicClock.microseconds() > NameLifetime.outageRetry - 100_000)
 
         // A network change: looked up at once, and a failure is retried from the shortest wait again.
         evaluator.networkChanged()
         let failed = MonotonicClock.microseconds()
         #expect(resolver.fail("example.com", Self.temporaryFailure, temporary: true))
-        let deadline = try #require(evaluator.retries.deadline)
+        let deadline = try #require(evaluator.schedule.deadline)
         #expect(deadline - failed < 600_000)
         evaluator.networkChanged()
-        #expect(resolver.pending.count == 1 && evaluator.retries.count == 0 && evaluator.retries.deadline == nil,
+        #expect(resolver.pending.count == 1 && evaluator.schedule.count == 0 && evaluator.schedule.deadline == nil,
                 "the change's lookup replaces the retry owed")
     }
 
@@ -236,9 +244,9 @@ struct HostTargetTests {
         sink.targets = names.map { WatchedTarget(.host($0)) }
         evaluator.networkChanged()
         for name in names { resolver.fail(name, Self.temporaryFailure, temporary: true) }
-        #expect(evaluator.retries.count == 5)
-        evaluator.retries.makeDue(now: try #require(evaluator.retries.deadline))
-        #expect(Set(resolver.pending.map(\.host)) == Set(names) && evaluator.retries.deadline == nil)
+        #expect(evaluator.schedule.count == 5)
+        evaluator.schedule.makeDue(now: try #require(evaluator.schedule.deadline))
+        #expect(Set(resolver.pending.map(\.host)) == Set(names) && evaluator.schedule.deadline == nil)
     }
 
     @Test("the timer makes the retry by itself, half a second after the failure")
@@ -265,7 +273,7 @@ struct HostTargetTests {
         let waited = MonotonicClock.microseconds() - failed
         #expect(retried, "no retry within 5 s")
         #expect(waited >= 450_000 && waited < 2_000_000, "retried after \(waited) µs")
-        #expect(resolver.pending.count == 1 && evaluator.retries.deadline == nil)
+        #expect(resolver.pending.count == 1 && evaluator.schedule.deadline == nil)
         _ = giveUp
     }
 

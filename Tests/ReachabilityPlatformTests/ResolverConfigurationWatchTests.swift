@@ -26,7 +26,11 @@ private final class WatchedFile {
         }
     }
 
-    func start() { watch = ResolverConfigurationWatch(path: path) { [unowned self] in self.changes += 1 } }
+    func start(also others: [String] = []) {
+        watch = ResolverConfigurationWatch(paths: [path] + others.map { directory + "/" + $0 }) {
+            [unowned self] in self.changes += 1
+        }
+    }
 
     func stop() { watch = nil }
 
@@ -110,6 +114,23 @@ struct ResolverConfigurationWatchTests {
         defer { file.stop() }
         #expect(await file.changes { file.write("127.0.0.1 localhost\n", to: file.directory + "/hosts") } == 0)
         #expect(await file.changes { file.replace("hosts", in: file.directory, with: "::1 localhost\n") } == 0)
+    }
+
+    @Test("several files in one watch (the hosts file beside it): each one's change, written in place while kept open too")
+    @LoopActor func severalFiles() async throws {
+        let file = try WatchedFile()
+        defer { file.remove() }
+        let hosts = file.directory + "/hosts"
+        file.write("127.0.0.1 localhost\n", to: hosts)
+        file.start(also: ["hosts"])
+        defer { file.stop() }
+        #expect(await file.changes { file.write("192.0.2.20 added.test\n", to: hosts) } == 1)
+        #expect(await file.changes { file.replace("hosts", in: file.directory, with: "::1 localhost\n") } == 1)
+        #expect(await file.changes { file.write("nameserver 192.0.2.2\n", to: file.path) } == 1)
+        // A writer that keeps the file open: its write alone is the change.
+        let fd = open(hosts, O_WRONLY | O_APPEND | O_CLOEXEC)
+        defer { close(fd) }
+        #expect(await file.changes { _ = "192.0.2.21 more.test\n".withCString { Glibc.write(fd, $0, strlen($0)) } } == 1)
     }
 
     @Test("a symbolic link: its target replaced in the target's directory is a change")

@@ -11,7 +11,7 @@ struct TargetInputTests {
         ("::1", "::1"),
         ("0:0:0:0:0:0:0:1", "::1"),
         ("2001:DB8::0:1", "2001:db8::1"),
-        ("::ffff:192.0.2.1", "::ffff:192.0.2.1"),
+        ("::ffff:192.0.2.1", "192.0.2.1"),  // IPv4-mapped: the IPv4 address
         ("fe80::1%lo", "fe80::1%lo"),
     ])
     func addresses(input: String, canonical: String) throws {
@@ -61,9 +61,16 @@ struct TargetInputTests {
         #expect(try TargetInput.parseHost("::1").key == TargetKey(kind: .address, name: "::1"))
     }
 
-    @Test("host names are lower-cased, lose a trailing dot, and IDN becomes ASCII")
+    @Test("host names are lower-cased, keep a trailing dot (absolute: another target), and IDN becomes ASCII")
     func hosts() throws {
-        #expect(try TargetInput.parseHost("Example.COM.").key == TargetKey(kind: .host, name: "example.com"))
+        #expect(try TargetInput.parseHost("Example.COM.").key == TargetKey(kind: .host, name: "example.com."))
+        #expect(try TargetInput.parseHost("Example.COM").key == TargetKey(kind: .host, name: "example.com"))
+        #expect(try TargetInput.parseHost("192.0.2.1.").key == TargetKey(kind: .address, name: "192.0.2.1"))
+        #expect(try TargetInput.parseHost("::ffff:192.0.2.1").key == TargetKey(kind: .address, name: "192.0.2.1"),
+                "an IPv4-mapped address is that IPv4 address")
+        #expect(try TargetInput.parseAddress("::FFFF:198.51.100.7").key == TargetKey(kind: .address, name: "198.51.100.7"))
+        #expect(try TargetInput.parseAddress("::fffe:198.51.100.7").key.kind == .address)
+        #expect(try TargetInput.parseAddress("::fffe:198.51.100.7").key.name == "::fffe:c633:6407")
         #expect(try TargetInput.parseHost("bücher.example").key
                 == TargetKey(kind: .host, name: "xn--bcher-kva.example"))
     }

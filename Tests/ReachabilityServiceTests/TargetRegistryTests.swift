@@ -16,7 +16,8 @@ struct TargetRegistryTests {
     @Test("the paths: host/, address/ and pair/ under the root, escaped; 0.0.0.0 is the internet under address/")
     @LoopActor func paths() throws {
         let fixture = DaemonFixture()
-        #expect(fixture.watch("Example.COM.")?.rawValue == "\(Self.root)/host/example_2ecom")
+        #expect(fixture.watch("Example.COM")?.rawValue == "\(Self.root)/host/example_2ecom")
+        #expect(fixture.watch("Example.COM.")?.rawValue == "\(Self.root)/host/example_2ecom_2e", "absolute: another target")
         #expect(fixture.watch("127.0.0.1")?.rawValue == "\(Self.root)/address/_3127_2e0_2e0_2e1")
         guard case .success(let values)? = fixture.call(
             "WatchAddressPair", [.string("192.0.2.10"), .string("198.51.100.7")]).first
@@ -31,13 +32,13 @@ struct TargetRegistryTests {
         #expect(fixture.property("Kind", at: zero) == .string("internet"))
         #expect(fixture.property("Name", at: zero) == .string("0.0.0.0"))
         #expect(fixture.property("Kind", at: try #require(fixture.watch("example.com"))) == .string("host"))
-        #expect(fixture.registry.objects.count == 4)
+        #expect(fixture.registry.objects.count == 5)
     }
 
     @Test("one object per normalised target, shared; each new holder is told, and sees only its own holdings")
     @LoopActor func sharing() throws {
         let fixture = DaemonFixture()
-        let path = try #require(fixture.watch("Example.COM.", from: ":1.10", as: 1000))
+        let path = try #require(fixture.watch("Example.COM", from: ":1.10", as: 1000))
         #expect(fixture.watch("example.com", from: ":1.11", as: 1001) == path)
         #expect(fixture.watch("example.com", from: ":1.11", as: 1001) == path, "held twice: still one hold")
         #expect(fixture.registry.objects.count == 1 && fixture.tree.object(at: path) != nil)

@@ -100,7 +100,7 @@ struct TargetWiringTests {
         fixture.signals.removeAll()
 
         // Nobody calls anything: the retry's answer reaches the object and its holders.
-        fixture.evaluator.retries.makeDue(now: try #require(fixture.evaluator.retries.deadline))
+        fixture.evaluator.schedule.makeDue(now: try #require(fixture.evaluator.schedule.deadline))
         #expect(fixture.resolver.pending.map(\.owner) == [1000])
         #expect(fixture.resolver.answer("example.com", ["198.51.100.80"]))
         #expect(fixture.property("Status", at: path) == Self.reachable)
@@ -108,9 +108,9 @@ struct TargetWiringTests {
 
         fixture.evaluator.networkChanged()
         #expect(fixture.resolver.fail("example.com", temporary, temporary: true))
-        #expect(fixture.evaluator.retries.count == 1)
+        #expect(fixture.evaluator.schedule.count == 1)
         _ = fixture.call("Release", [.objectPath(path)])
-        #expect(fixture.evaluator.retries.count == 0 && fixture.evaluator.retries.deadline == nil)
+        #expect(fixture.evaluator.schedule.count == 0 && fixture.evaluator.schedule.deadline == nil)
     }
 
     @Test("Refresh of a host answers once its new lookup is done; of an address, at once")
@@ -170,11 +170,15 @@ struct TargetWiringTests {
             func factsReloaded(_ facts: NetworkFacts) { backends.append(facts.backend) }
             func pathChanged(_ state: PathState) {}
             func evaluationFinished() { evaluations += 1 }
+            var invalidations: [InvalidationReason] = []
+            func invalidated(_ reason: InvalidationReason) { invalidations.append(reason) }
         }
         let fixture = DaemonFixture()
         let daemon = Daemon()
         fixture.wiring.daemon = daemon
         fixture.evaluator.networkChanged()
         #expect(daemon.backends == [.kernel] && daemon.evaluations == 1)
+        fixture.evaluator.resumed("a test")
+        #expect(daemon.invalidations == [.resumed] && daemon.evaluations == 2, "a resume: everything again, then told once")
     }
 }

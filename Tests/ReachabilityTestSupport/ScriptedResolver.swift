@@ -46,6 +46,50 @@ public final class ScriptedResolver: NameResolver {
         return lookup
     }
 
+    /// A lifetime query (`NameResolver.lifetime`), answered when the test says.
+    public final class LifetimeQuery: NameLookup {
+        public let host: String
+        public let addresses: [IPAddress]
+        fileprivate var completion: ((UInt32?) -> Void)?
+        public private(set) var isCancelled = false
+
+        init(host: String, addresses: [IPAddress], completion: @escaping (UInt32?) -> Void) {
+            self.host = host
+            self.addresses = addresses
+            self.completion = completion
+        }
+
+        public func cancel() {
+            isCancelled = true
+            completion = nil
+        }
+
+        public var isPending: Bool { completion != nil }
+    }
+
+    /// Whether lifetimes are asked of it at all (off: as a resolver that knows none).
+    public var knowsLifetimes = false
+    /// Every lifetime query asked, in order.
+    public private(set) var lifetimeQueries: [LifetimeQuery] = []
+
+    public func lifetime(of host: String, addresses: [IPAddress], owner: UserID,
+                         completion: @escaping (UInt32?) -> Void) -> (any NameLookup)? {
+        guard knowsLifetimes else { return nil }
+        let query = LifetimeQuery(host: host, addresses: addresses, completion: completion)
+        lifetimeQueries.append(query)
+        return query
+    }
+
+    /// Answers the oldest pending lifetime query of `host` with `ttl` (`nil`: no DNS answer).
+    @discardableResult
+    public func answerLifetime(_ host: String, _ ttl: UInt32?) -> Bool {
+        guard let query = lifetimeQueries.first(where: { $0.host == host && $0.isPending }),
+              let completion = query.completion else { return false }
+        query.completion = nil
+        completion(ttl)
+        return true
+    }
+
     /// Answers the oldest pending lookup of `host` with `addresses`; false when none waits.
     @discardableResult
     public func answer(_ host: String, _ addresses: [String]) -> Bool {

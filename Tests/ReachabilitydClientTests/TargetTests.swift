@@ -14,7 +14,8 @@ struct TargetTests {
 
     @Test("targets are normalised as the daemon does")
     func normalised() throws {
-        #expect(try ReachabilityTarget.host("Example.COM.").key().target == .host("example.com"))
+        #expect(try ReachabilityTarget.host("Example.COM").key().target == .host("example.com"))
+        #expect(try ReachabilityTarget.host("Example.COM.").key().target == .host("example.com."), "absolute: kept")
         #expect(try ReachabilityTarget.address("2001:DB8::0:1").key().target == .address("2001:db8::1"))
         #expect(try ReachabilityTarget.internet.key() == .internet)
     }

@@ -1,0 +1,89 @@
+/// What makes the network the default route leads to this network and not another with the
+/// same addressing (SPEC "Over time": `Path.NetworkIdentity`). Pure: the platform reads the
+/// facts and hashes the material with its per-machine key.
+///
+/// The material is, for each family with a unicast default route: the family, the outgoing
+/// link's on-link prefix(es), and the gateway's link-layer address (its neighbour entry: another
+/// router behind the same IP address is another network) — or, for an on-link default route
+/// (PPP, a tunnel), the link's name; the Wi-Fi SSID where it is known. One identity for both
+/// families: a dual-stack network is one network, and its IPv6 router is most often the same
+/// box. No default route in either family: no network (`nil`, exported as "").
+public enum NetworkIdentity {
+    /// The default route of one family, as the identity sees it.
+    public struct Route: Sendable, Hashable {
+        public var family: AddressFamily
+        /// The outgoing link's name.
+        public var link: String
+        /// The gateway's address literal; `nil` for an on-link default route.
+        public var gateway: String?
+        /// The gateway's link-layer address, when the neighbour table knows it.
+        public var gatewayLinkLayer: [UInt8]?
+        /// The link's prefixes of that family ("192.0.2.0/24"), global scope.
+        public var prefixes: [String]
+
+        public init(family: AddressFamily, link: String, gateway: String?, gatewayLinkLayer: [UInt8]?,
+                    prefixes: [String]) {
+            self.family = family
+            self.link = link
+            self.gateway = gateway
+            self.gatewayLinkLayer = gatewayLinkLayer
+            self.prefixes = prefixes
+        }
+    }
+
+    /// The text to hash, canonical (sorted, one line per family); `nil` without a default route.
+    public static func material(routes: [Route], ssid: String? = nil) -> String? {
+        guard !routes.isEmpty else { return nil }
+        let lines = routes.map { route -> String in
+            let family = route.family == .ipv4 ? "4" : "6"
+            let next: String
+            if route.gateway != nil {
+                // The router's own address, not its IP: the same IP on another network is another router.
+                next = route.gatewayLinkLayer.map { "mac=" + hex($0) } ?? "mac=?"
+            } else {
+                next = "onlink=" + route.link
+            }
+            return "\(family) \(next) prefixes=\(Set(route.prefixes).sorted().joined(separator: ","))"
+        }.sorted()
+        return (ssid.map { ["ssid=" + hex(Array($0.utf8))] } ?? []).joined() + lines.joined(separator: "\n")
+    }
+
+    public static func hexDigits(_ bytes: [UInt8]) -> String { hex(bytes) }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef")
+        return String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0xF)]] })
+    }
+
+    /// Why a connection made before may be broken, from one path evaluation to the next
+    /// (`nil`: nothing). One reason per evaluation, the weightiest: another network, a VPN
+    /// that came or went on the path, another source address, another DNS configuration.
+    /// A network that goes and comes back the same (a flap: identity → "" → identity) is
+    /// no change; one that comes back another is.
+    public static func invalidation(from old: Observed, to new: Observed, lastNetwork: String) -> InvalidationReason? {
+        if !new.identity.isEmpty && !lastNetwork.isEmpty && new.identity != lastNetwork { return .networkChanged }
+        if old.vpn != new.vpn { return .vpnChanged }
+        if !new.sources.isEmpty && !old.sources.isEmpty && old.sources != new.sources { return .sourceChanged }
+        if old.dns != new.dns { return .dnsChanged }
+        return nil
+    }
+
+    /// What one path evaluation saw that an invalidation compares.
+    public struct Observed: Sendable, Hashable {
+        /// The identity ("" without a default route).
+        public var identity: String
+        /// The VPN link the preferred path goes through, `nil` when none.
+        public var vpn: String?
+        /// The default routes' preferred source addresses (IPv4 first); empty without one.
+        public var sources: [String]
+        /// The DNS configuration in a comparable form.
+        public var dns: String
+
+        public init(identity: String = "", vpn: String? = nil, sources: [String] = [], dns: String = "") {
+            self.identity = identity
+            self.vpn = vpn
+            self.sources = sources
+            self.dns = dns
+        }
+    }
+}

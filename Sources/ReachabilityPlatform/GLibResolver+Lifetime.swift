@@ -1,0 +1,117 @@
+import CGLib
+import CNetlink
+import Glibc
+import ReachabilityCore
+import ReachabilityLoop
+
+/// How long a name's answer lives: GLib's resolver (`getaddrinfo`) gives no TTL, and GLib's
+/// record lookups (`g_resolver_lookup_records`) know SRV, MX, TXT, SOA and NS but not A or
+/// AAAA. So the name is asked once more, of DNS itself, with the system resolver's own
+/// configuration (`res_nsearch(3)`: the same servers, search list and absolute names as
+/// `getaddrinfo`'s DNS), for its A and AAAA records, and the least TTL of the answer is the
+/// answer's lifetime — when the records name an address `getaddrinfo` gave. When none does
+/// (the name came from `/etc/hosts`, or from another NSS source), it has no lifetime.
+///
+/// The query blocks as `getaddrinfo` does, so it runs where GLib runs its lookups, on a
+/// worker thread of GIO's pool (`g_task_run_in_thread`), and is one lookup in the queue
+/// (its owner's turn, its slot, `maximumInFlight`) like the others. It is made after the
+/// addresses' lookup has answered (the answer is applied first), and only for a name whose
+/// lookup found addresses.
+extension GLibResolver {
+    /// Not asked for a name of the hosts file (`localhost` among them): its answer has no
+    /// lifetime, and a DNS query for it could wait on a server that never answers.
+    public func lifetime(of host: String, addresses: [IPAddress], owner: UserID,
+                         completion: @escaping (UInt32?) -> Void) -> (any NameLookup)? {
+        if hostsFile.names.contains(host.hasSuffix(".") ? String(host.dropLast()) : host) { return nil }
+        return enqueue(Lookup(host: host, owner: owner, work: .lifetime(addresses: addresses, completion)))
+    }
+
+    /// Wraps `g_task_new` and `g_task_run_in_thread`.
+    func startLifetime(_ lookup: Lookup, addresses: [IPAddress]) {
+        let query = LifetimeQuery(name: lookup.host, expected: Set(addresses.map(\.bytes)))
+        let task = g_task_new(nil, nil, Self.lifetimeAnswered, Unmanaged.passRetained(lookup).toOpaque())
+        g_task_set_task_data(task, Unmanaged.passRetained(query).toOpaque(), Self.releaseQuery)
+        g_task_run_in_thread(task, Self.queryLifetime)
+        g_object_unref(UnsafeMutableRawPointer(task))
+    }
+
+    /// The task's data goes with the task (a destroy notify: it releases, and enters nothing).
+    private nonisolated static let releaseQuery: GDestroyNotify = { data in
+        Unmanaged<LifetimeQuery>.fromOpaque(data!).release()
+    }
+
+    /// On a worker thread: the A and AAAA queries, and the least TTL of the answers that name
+    /// an expected address (-1: none). Touches nothing but the query, which is immutable.
+    private nonisolated static let queryLifetime: GTaskThreadFunc = { task, _, data, _ in
+        let query = Unmanaged<LifetimeQuery>.fromOpaque(data!).takeUnretainedValue()
+        var least: Int = -1
+        for type: Int32 in [1, 28] {
+            var message = [UInt8](repeating: 0, count: 4096)
+            let count = message.withUnsafeMutableBufferPointer {
+                reach_dns_query(query.name, type, $0.baseAddress, Int32($0.count))
+            }
+            guard count > 0, let answer = NameLifetime.parse(Array(message[..<min(Int(count), message.count)])),
+                  answer.addresses.contains(where: query.expected.contains) else { continue }
+            least = least < 0 ? Int(answer.ttl) : min(least, Int(answer.ttl))
+        }
+        g_task_return_int(task, least)
+    }
+
+    /// The task's end, on the loop's context (where it was made). Wraps `g_task_propagate_int`.
+    private nonisolated static let lifetimeAnswered: GAsyncReadyCallback = { _, result, data in
+        let ttl = g_task_propagate_int(result, nil)
+        LoopActor.assumeIsolated(Unmanaged<Lookup>.fromOpaque(data!)) { retained in
+            let lookup = retained.takeRetainedValue()
+            lookup.resolver?.finished(lookup.owner)
+            guard !lookup.isCancelled, case .lifetime(_, let completion) = lookup.work else { return }
+            completion(ttl >= 0 ? UInt32(clamping: ttl) : nil)
+        }
+    }
+}
+
+/// What a worker thread needs for one lifetime query; never changed once made.
+final class LifetimeQuery: Sendable {
+    let name: String
+    let expected: Set<[UInt8]>
+    init(name: String, expected: Set<[UInt8]>) {
+        self.name = name
+        self.expected = expected
+    }
+}
+
+/// The names of the hosts file (`/etc/hosts`), read again when it changed (its modification
+/// time and size, one `stat` per use).
+@LoopActor
+final class HostsFile {
+    private let path: String
+    private var stamp: (Int, Int, Int)?
+    private(set) var cached: Set<String> = []
+
+    init(path: String = "/etc/hosts") { self.path = path }
+
+    /// Wraps `open(2)` and `fstat(2)`.
+    var names: Set<String> {
+        var info = stat()
+        var now: (Int, Int, Int)?
+        if case .success(let fd) = Syscall.call({ open(path, O_RDONLY | O_CLOEXEC) }) {
+            if case .success = Syscall.call({ fstat(fd, &info) }) {
+                now = (Int(info.st_mtim.tv_sec), Int(info.st_mtim.tv_nsec), Int(info.st_size))
+            }
+            close(fd)
+        }
+        if let now, let stamp, now == stamp { return cached }
+        stamp = now
+        cached = Self.parse(Syscall.readFile(path, limit: 1 << 20) ?? "")
+        return cached
+    }
+
+    /// Every name of every line (the address first, `#` comments aside), lower-cased.
+    nonisolated static func parse(_ text: String) -> Set<String> {
+        var names: Set<String> = []
+        for line in text.split(separator: "\n") {
+            let fields = line.prefix { $0 != "#" }.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            for name in fields.dropFirst() { names.insert(name.lowercased()) }
+        }
+        return names
+    }
+}

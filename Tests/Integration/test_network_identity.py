@@ -1,0 +1,146 @@
+"""The network under a connection (SPEC "Over time"): ``Path.NetworkIdentity`` and
+``Path.Invalidated(s reason)``, with the kernel backend in the lab of ``tenants.py`` (an uplink
+``ten0`` whose default route goes through 192.0.2.254).
+
+The gateway's link-layer address is the test's (a permanent neighbour entry): a carrier flap
+on the same network keeps the identity and invalidates nothing; another host behind the same
+IP address (another link-layer address) is another network — a new identity and
+``Invalidated("network-changed")`` once, while ``Flags`` stay the same. A new preferred source
+address is ``source-changed``, a new name server ``dns-changed``, each once.
+"""
+
+import re
+
+import harness
+from harness import MANAGER_IFACE, ROOT_PATH, SERVICE
+from tenants import GATEWAY_V4, UPLINK
+
+PATH_PATH = ROOT_PATH + "/path"
+PATH_IFACE = SERVICE + ".Path"
+ROUTER_A, ROUTER_B = "02:00:5e:00:53:01", "02:00:5e:00:53:02"
+
+
+def watch_path(lab):
+    recorder = lab.recorder(PATH_PATH)
+    assert lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchPath") == (PATH_PATH,)
+    recorder.sync(interfaces=(PATH_IFACE,))
+    return recorder
+
+
+def identity(recorder):
+    return recorder.state[PATH_IFACE]["NetworkIdentity"]
+
+
+def invalidations(recorder, mark):
+    recorder.barrier()
+    return [e.args[0] for e in recorder.since(mark) if e.member == "Invalidated" and e.signal_interface == PATH_IFACE]
+
+
+def router(lab, mac):
+    lab.namespaces.ip(lab.netns, "neigh", "replace", GATEWAY_V4, "lladdr", mac, "dev", UPLINK, "nud", "permanent")
+
+
+def test_network_identity_follows_the_gateway_not_a_flap(tenant_lab):
+    lab = tenant_lab
+    router(lab, ROUTER_A)
+    lab.start_daemon()
+    path = watch_path(lab)
+    first = identity(path)
+    assert re.fullmatch(r"[0-9a-f]{32}", first), f"NetworkIdentity {first!r}"
+    flags = path.state[PATH_IFACE]["Flags"]
+    assert flags & harness.REACHABLE, path.describe()
+
+    # A carrier flap on the same network: the same identity after it, nothing invalidated.
+    mark = path.mark()
+    lab.namespaces.ip(lab.netns, "link", "set", UPLINK + "p", "down")
+    path.wait_props({"Flags": 0}, "no path while the carrier is lost", interface=PATH_IFACE)
+    lab.namespaces.ip(lab.netns, "link", "set", UPLINK + "p", "up")
+    path.wait_props({"Flags": flags}, "the path back after the flap", interface=PATH_IFACE)
+    assert identity(path) == first, "the same network after a flap"
+    assert "network-changed" not in invalidations(path, mark), path.history(mark)
+
+    # Another router behind the gateway's address: another network; the flags stay.
+    mark = path.mark()
+    router(lab, ROUTER_B)
+    harness.wait_until(lambda: identity(path) not in (first, ""), harness.CHANGE_TIMEOUT,
+                       "a new NetworkIdentity for another router", path.describe)
+    assert invalidations(path, mark) == ["network-changed"], path.history(mark)
+    assert path.state[PATH_IFACE]["Flags"] == flags
+    second = identity(path)
+
+    # Back to the first router: its identity again (keyed, not random).
+    mark = path.mark()
+    router(lab, ROUTER_A)
+    harness.wait_until(lambda: identity(path) == first, harness.CHANGE_TIMEOUT, "the first network's identity again",
+                       path.describe)
+    assert invalidations(path, mark) == ["network-changed"], path.history(mark)
+    assert second != first
+
+
+def test_invalidated_once_per_event_with_its_reason(tenant_lab):
+    lab = tenant_lab
+    router(lab, ROUTER_A)
+    lab.start_daemon()
+    path = watch_path(lab)
+    flags = path.state[PATH_IFACE]["Flags"]
+    before = identity(path)
+
+    # Another preferred source address on the same network.
+    lab.namespaces.ip(lab.netns, "addr", "add", "192.0.2.2/24", "dev", UPLINK)
+    mark = path.mark()
+    lab.namespaces.ip(lab.netns, "route", "replace", "default", "via", GATEWAY_V4, "dev", UPLINK, "src", "192.0.2.2")
+    harness.wait_until(lambda: "source-changed" in invalidations(path, mark), harness.CHANGE_TIMEOUT,
+                       "Invalidated(source-changed)", lambda: path.history(mark))
+    assert invalidations(path, mark) == ["source-changed"], path.history(mark)
+
+    # Another name server (the daemon's resolv.conf is the lab's).
+    mark = path.mark()
+    lab.resolver.write_text("# written by the test\nnameserver 127.0.0.1\nnameserver 192.0.2.53\n")
+    harness.wait_until(lambda: "dns-changed" in invalidations(path, mark), harness.CHANGE_TIMEOUT,
+                       "Invalidated(dns-changed)", lambda: path.history(mark))
+    assert invalidations(path, mark) == ["dns-changed"], path.history(mark)
+    assert path.state[PATH_IFACE]["Flags"] == flags and identity(path) == before
+
+
+EXAMPLE = harness.daemon_binary().parent / "network-path-example"
+
+
+def test_nwpathmonitor_gets_a_new_path_on_another_network(tenant_lab):
+    """network-path-example (Apple's NWPathMonitor code) through the daemon: another router behind
+    the gateway's address changes nothing NWPath shows, and the monitor still delivers a new path,
+    as Apple's does on a gateway change."""
+    import os  # pylint: disable=import-outside-toplevel
+    import select  # pylint: disable=import-outside-toplevel
+    import subprocess  # pylint: disable=import-outside-toplevel
+    import time  # pylint: disable=import-outside-toplevel
+    lab = tenant_lab
+    router(lab, ROUTER_A)
+    lab.start_daemon()
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=lab.bus.address)
+    process = subprocess.Popen(harness.Namespaces.exec_argv(lab.netns) + [str(EXAMPLE)],  # pylint: disable=consider-using-with
+                               stdout=subprocess.PIPE, env=env)
+    lines = []
+
+    def handler_lines(count, what):
+        deadline = time.monotonic() + harness.CHANGE_TIMEOUT
+        buffer = b""
+        while sum(1 for line in lines if line.startswith("handler ")) < count:
+            left = deadline - time.monotonic()
+            assert left > 0, f"{what}: lines so far {lines}"
+            if select.select([process.stdout], [], [], left)[0]:
+                chunk = os.read(process.stdout.fileno(), 65536)
+                assert chunk, f"the example ended ({process.poll()}): {lines}"
+                buffer += chunk
+                *done, buffer = buffer.split(b"\n")
+                lines.extend(line.decode() for line in done)
+        return [line for line in lines if line.startswith("handler ")]
+
+    try:
+        first = handler_lines(1, "the first path")[0]
+        assert first.startswith("handler satisfied"), first
+        router(lab, ROUTER_B)
+        second = handler_lines(2, "a new path for another router")[1]
+        assert second == first, "the same path in every field NWPath has, delivered again"
+    finally:
+        process.terminate()
+        process.wait(5)

@@ -1,0 +1,47 @@
+import Testing
+@testable import ReachabilityCore
+
+@Suite("Network identity and invalidations: what makes a network another")
+struct NetworkIdentityTests {
+    private func route(_ mac: [UInt8]?, prefixes: [String] = ["192.0.2.0/24"]) -> NetworkIdentity.Route {
+        .init(family: .ipv4, link: "eth0", gateway: "192.0.2.1", gatewayLinkLayer: mac, prefixes: prefixes)
+    }
+
+    @Test("the material: the gateway's link-layer address and the prefixes, not the gateway's IP; none without a route")
+    func material() {
+        let a = NetworkIdentity.material(routes: [route([2, 0, 0, 0, 0, 1])])
+        #expect(a == "4 mac=020000000001 prefixes=192.0.2.0/24")
+        #expect(NetworkIdentity.material(routes: [route([2, 0, 0, 0, 0, 2])]) != a, "another router")
+        #expect(NetworkIdentity.material(routes: [route([2, 0, 0, 0, 0, 1], prefixes: ["192.0.2.0/24", "192.0.2.0/24"])]) == a,
+                "two addresses of one prefix are one prefix")
+        #expect(NetworkIdentity.material(routes: []) == nil)
+        let onLink = NetworkIdentity.Route(family: .ipv6, link: "ppp0", gateway: nil, gatewayLinkLayer: nil, prefixes: [])
+        #expect(NetworkIdentity.material(routes: [onLink]) == "6 onlink=ppp0 prefixes=")
+    }
+
+    @Test("one reason per evaluation, the weightiest; a flap back to the same network is none")
+    func invalidation() {
+        typealias O = NetworkIdentity.Observed
+        let home = O(identity: "a", sources: ["192.0.2.2"], dns: "nameserver 192.0.2.53")
+        #expect(NetworkIdentity.invalidation(from: home, to: home, lastNetwork: "a") == nil)
+        var other = home
+        other.identity = "b"
+        other.sources = ["192.0.2.3"]
+        #expect(NetworkIdentity.invalidation(from: home, to: other, lastNetwork: "a") == .networkChanged)
+        let gone = O()
+        #expect(NetworkIdentity.invalidation(from: home, to: gone, lastNetwork: "a") == .dnsChanged,
+                "no network: only what else changed")
+        #expect(NetworkIdentity.invalidation(from: O(dns: home.dns), to: home, lastNetwork: "a") == nil, "back: a flap")
+        #expect(NetworkIdentity.invalidation(from: O(dns: home.dns), to: other, lastNetwork: "a") == .networkChanged,
+                "back on another network")
+        var vpn = home
+        vpn.vpn = "wg0"
+        #expect(NetworkIdentity.invalidation(from: home, to: vpn, lastNetwork: "a") == .vpnChanged)
+        var source = home
+        source.sources = ["192.0.2.9"]
+        #expect(NetworkIdentity.invalidation(from: home, to: source, lastNetwork: "a") == .sourceChanged)
+        var dns = home
+        dns.dns = "nameserver 198.51.100.53"
+        #expect(NetworkIdentity.invalidation(from: home, to: dns, lastNetwork: "a") == .dnsChanged)
+    }
+}
