@@ -1,5 +1,8 @@
 import CGLib
 import CNetlink
+// GIO's D-Bus names come through libnm's module in this target: in a whole-module (release) build the
+// headers CGLib and CNetworkManager share belong to the latter, and CGLib alone does not show them.
+import CNetworkManager
 import Glibc
 import Logging
 import ReachabilityLoop
