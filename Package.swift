@@ -97,12 +97,15 @@ let package = Package(
             dependencies: ["ReachabilityCore", "ReachabilityLoop", "ReachabilityBus", "ReachabilityPlatform",
                            .product(name: "Logging", package: "swift-log")]),
         // Alamofire's NetworkReachabilityManager on the runtime, and the command-line client built on it.
+        // The manager's code, without Foundation (reachctl links it alone); the product's module
+        // re-exports it with Foundation, as Alamofire's does.
         .target(
-            name: "ReachabilitydClient",
+            name: "ReachabilitydClientCore",
             dependencies: ["ReachabilityRuntime", "ReachabilityCore", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "ReachabilitydClient", dependencies: ["ReachabilitydClientCore"]),
         .executableTarget(
             name: "reachctl",
-            dependencies: ["ReachabilitydClient", "ReachabilityCore", "ReachabilityRuntime",
+            dependencies: ["ReachabilitydClientCore", "ReachabilityCore", "ReachabilityRuntime",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // An application on the library (also driven by the integration tests).
         .executableTarget(name: "reachability-example", dependencies: ["ReachabilitydClient"]),
@@ -147,7 +150,8 @@ let package = Package(
         .testTarget(
             name: "ReachabilitydClientTests",
             dependencies: [
-                "ReachabilitydClient", "ReachabilityRuntime", "ReachabilityBus", "ReachabilityCore", "ReachabilityLoop",
+                "ReachabilitydClient", "ReachabilitydClientCore", "ReachabilityRuntime", "ReachabilityBus",
+                "ReachabilityCore", "ReachabilityLoop",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ]),
@@ -181,7 +185,7 @@ package.targets += [
     // Apple's Reachability sample in Swift, unchanged (driven by the integration tests).
     .executableTarget(name: "system-configuration-example", dependencies: ["SystemConfiguration"]),
     // Code written for Apple's SystemConfiguration, the way Reachability.swift uses it.
-    .testTarget(name: "SystemConfigurationTests", dependencies: ["SystemConfiguration", "ReachabilitydClient"]),
+    .testTarget(name: "SystemConfigurationTests", dependencies: ["SystemConfiguration", "ReachabilitydClient", "ReachabilitydClientCore"]),
 ]
 // A Swift 5 program passes a global function as the callback, as to Apple's functions.
 for target in package.targets where target.name == "Swift5ClientTests" {

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Glibc
-import ReachabilitydClient
+import ReachabilitydClientCore
 import Synchronization
 
 /// `reachctl doctor`: whether the installed service works, and if not, why.

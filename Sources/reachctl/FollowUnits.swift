@@ -3,7 +3,7 @@ import Dispatch
 import Glibc
 import ReachabilityCore
 import ReachabilityRuntime
-import ReachabilitydClient
+import ReachabilitydClientCore
 import Synchronization
 
 /// `reachctl follow-units`: what `reachabilityd-units.service` runs. It follows the

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Glibc
-import ReachabilitydClient
+import ReachabilitydClientCore
 import Synchronization
 
 /// `reachctl metrics`: the daemon's metrics in the Prometheus text format, printed

@@ -1,5 +1,5 @@
 import Glibc
-import ReachabilitydClient
+import ReachabilitydClientCore
 import Synchronization
 
 /// What reachctl prints, and how: lines written straight to the descriptors,

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Glibc
-import ReachabilitydClient
+import ReachabilitydClientCore
 
 /// `reachctl`: network reachability from the command line, as macOS `scutil -r`
 /// shows it, from reachabilityd — or from the same engine in-process when no

@@ -1,4 +1,4 @@
-import ReachabilitydClient
+import ReachabilitydClientCore
 import ReachabilityCore
 
 /// What people type where a TARGET goes, beyond host names and addresses, and

@@ -2,7 +2,7 @@ import ArgumentParser
 import Dispatch
 import Glibc
 import ReachabilityCore
-import ReachabilitydClient
+import ReachabilitydClientCore
 import Synchronization
 
 /// `reachctl wait`: returns once every TARGET (the internet without one) is reachable, as

@@ -18,6 +18,7 @@ import time
 import tenants
 from tenants import NOBODY, Attack, describe_flood, flood, flood_result
 
+LIMITS_EXCEEDED = "org.freedesktop.DBus.Error.LimitsExceeded"
 INVALID_ARGS = "org.freedesktop.DBus.Error.InvalidArgs"
 PING_GOAL_MS = 100.0
 # During the attack: what CI's two cores allow (the attacker, dbus-daemon, the daemon and the victim
@@ -119,8 +120,13 @@ def test_descriptors_attached_to_calls_are_closed_as_they_are_read(tenant_lab):
     print(attack.summary())
     assert lab.daemon_process.running, f"the daemon exited: {attack.summary()}"
     assert result["complete"], f"calls left unanswered: {describe_flood(result)}"
-    assert set(result["errors"]) == {INVALID_ARGS}, f"every call refused with InvalidArgs: {describe_flood(result)}"
-    assert sum(result["errors"].values()) >= FD_CONNECTIONS * FD_WINDOW, describe_flood(result)
+    # The daemon refuses each call InvalidArgs; the bus itself may refuse some of the attacker's
+    # calls LimitsExceeded first (dbus-daemon holds at most 64 descriptors queued for one
+    # connection): that too costs only the sender. No call of the attacker's is ever served.
+    assert INVALID_ARGS in result["errors"], describe_flood(result)
+    assert set(result["errors"]) <= {INVALID_ARGS, LIMITS_EXCEEDED}, \
+        f"every call refused, by the daemon (InvalidArgs) or the bus (LimitsExceeded): {describe_flood(result)}"
+    assert result["errors"][INVALID_ARGS] >= FD_CONNECTIONS * FD_WINDOW, describe_flood(result)
     assert descriptors.peak <= descriptors.idle + PEER_DESCRIPTOR_BOUND, (
         f"the daemon held {descriptors.peak} descriptors, idle {descriptors.idle} "
         f"(bound: {PEER_DESCRIPTOR_BOUND} more)")

@@ -49,6 +49,10 @@ EXPECTED_FILES = {
     f"share/dbus-1/system.d/{SERVICE}.conf": 0o644,
     f"share/dbus-1/system-services/{SERVICE}.service": 0o644,
     "lib/systemd/system/reachabilityd.service": 0o644,
+    "lib/systemd/system/reachability-wait@.service": 0o644,
+    "lib/systemd/system/reachability-online.target": 0o644,
+    "lib/systemd/system/reachability-unmetered.target": 0o644,
+    "lib/systemd/system/reachabilityd-units.service": 0o644,
     "lib/sysusers.d/reachabilityd.conf": 0o644,
 }
 

@@ -3,7 +3,7 @@ import Logging
 import ReachabilityLoop
 import Synchronization
 import Testing
-@testable import ReachabilitydClient
+@testable import ReachabilitydClientCore
 @testable import ReachabilityRuntime
 
 /// The library's records reach the application's swift-log, and nothing else: a manager

@@ -1,7 +1,7 @@
 import Dispatch
 import Synchronization
 import Testing
-@testable import ReachabilitydClient
+@testable import ReachabilitydClientCore
 import ReachabilityLoop
 
 @Suite("The library's loop: what waits for it and what does not")

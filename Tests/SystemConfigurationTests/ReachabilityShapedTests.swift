@@ -360,7 +360,7 @@ final class SharedTypesTests: XCTestCase {
         let fromManager: ReachabilitydClient.SCNetworkReachabilityFlags = [.reachable, .isWWAN]
         let here: SystemConfiguration.SCNetworkReachabilityFlags = fromManager
         XCTAssertEqual(
-            ReachabilitydClient.NetworkReachabilityManager.NetworkReachabilityStatus(here), .reachable(.cellular))
+            ReachabilitydClientCore.NetworkReachabilityManager.NetworkReachabilityStatus(here), .reachable(.cellular))
         XCTAssertEqual(SCNetworkReachabilityFlags.connectionAutomatic, .connectionOnTraffic)
     }
 
