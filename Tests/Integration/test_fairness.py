@@ -313,7 +313,10 @@ def test_thousands_of_targets_come_and_go_cheaply(tenant_lab):
     # bus queues every call to the service in arrival order (README, "What is left on
     # dbus-daemon"), and a debug build takes about 0.3 ms each. Round-robin cannot reach into the
     # bus's queue, so this phase is held to what that order allows.
-    problems = adding.problems(p99_goal=BUS_FIFO_P99_MS) + dropping.problems()
+    # Releasing runs 128 orphans a loop turn; with only a few dozen victim calls in this phase its
+    # p99 is its slowest call, which may wait for such a turn behind the bus's queue (a debug build:
+    # 133 ms seen with the previous round's daemon too). abuse.py holds the release build to 20 ms.
+    problems = adding.problems(p99_goal=BUS_FIFO_P99_MS) + dropping.problems(p99_goal=BUS_FIFO_P99_MS)
     # Nothing quadratic: the time a target costs does not grow with the targets already held.
     # Absolute CPU budgets belong to the benchmarks (abuse.py prints the issue's 200 ms for 16,384
     # targets each way on a release build); a debug build on a shared CI machine moves too much
@@ -375,7 +378,14 @@ def test_managed_objects_pipelined_at_many_targets(tenant_lab):
     print(attack.summary())
     assert result["errors"].get("ok", 0) > 0, describe_flood(result)
     all_answered(result, "a client reading GetManagedObjects")
-    attack.check(p99_goal=SATURATED_P99_MS)
+    # Round-robin promises the victim waits for at most the reply being built when it comes and
+    # the one the bus passes ahead of it: two of the attacker's replies, whose cost this run
+    # measures (the attacker's calls are served one at a time). On a debug build one took 130 ms
+    # when this test was written and 160 ms on the same kind of machine later, with the same
+    # daemon: the bound follows the measured cost, not a figure of one machine.
+    per_reply_ms = 1000 * result["seconds"] / result["errors"]["ok"]
+    attack.notes.append(f"one GetManagedObjects reply: {per_reply_ms:.0f} ms")
+    attack.check(p99_goal=max(SATURATED_P99_MS, 2 * per_reply_ms + 50))
 
 
 @pytest.mark.parametrize("target", ["internet", "host"])
