@@ -10,6 +10,7 @@ Runs, each against the release build:
   P2     reachability-bench (one libdbus client; the daemon on a private bus)
   P3/P5  scale_bench.py   (1,000 and 10,000 host targets against the local dnsmasq)
   P4     startup_bench.py (exec → name owned, ready before the name; the activated first call)
+         gio_bench.py     (GLib's GNetworkMonitor through our GIO module, beside GLib's NetworkManager backend)
          kernel_flaps.py  (the kernel backend)
          path_handler_latency.py  (NWPathMonitor's handler, through the daemon and in-process)
          wait_latency.py  (reachctl wait's exit after the carrier's return)
@@ -78,6 +79,7 @@ def main():
     kernel = run([python, HERE / "kernel_flaps.py", "--flaps", "100" if options.quick else "1000"])
     handler = run([python, HERE / "path_handler_latency.py", "--flaps", "50" if options.quick else "200"])
     startup_runs = run([python, HERE / "startup_bench.py", "--runs", "10" if options.quick else "20"])
+    gio = run([python, HERE / "gio_bench.py", "--flaps", "5" if options.quick else "20"])
     waits = run([python, HERE / "wait_latency.py", "--rounds", "10" if options.quick else "30"])
 
     rows = []
@@ -187,6 +189,18 @@ def main():
     row("reachctl wait: exit after the carrier's return (p50 / p99)", "≤ 100 ms",
         f"{wait50:.1f} / {wait99:.1f} ms" if wait99 is not None else "?", wait99 is not None and wait99 <= 100)
 
+    for edge in ("down", "up"):
+        ours = number(rf"^\s+{edge}\s+\(NM \d+\) reachabilityd module: p50\s+(-?[\d.]+) ms", gio)
+        glib = number(rf"^\s+{edge}\s+\(NM \d+\) GLib's NM backend\s*: p50\s+(-?[\d.]+) ms", gio)
+        row(f"GIO module: NM StateChanged → network-changed, {edge} edge (p50)", "before GLib's NM backend",
+            f"module {ours:+.1f} ms; GLib's backend {glib:+.1f} ms" if ours is not None and glib is not None else "?",
+            ours is not None and glib is not None and ours < glib)
+    gio_counts = re.findall(r"network-changed per edge, (reachabilityd module|GLib's NM backend): min (\d+), max (\d+), "
+                            r"mean ([\d.]+)", gio)
+    if len(gio_counts) == 2:
+        (_, _, ours_max, ours_mean), (_, _, glib_max, glib_mean) = gio_counts
+        row("GIO module: network-changed per edge (max, mean)", "≤ 2 per edge",
+            f"module {ours_max} ({ours_mean}); GLib's backend {glib_max} ({glib_mean})", int(ours_max) <= 2)
     load = os.getloadavg()
     print(f"\nmachine: {os.cpu_count()} cores, Linux {os.uname().release}; load average {load[0]:.2f} "
           f"{load[1]:.2f} {load[2]:.2f}; release build")
