@@ -76,7 +76,7 @@ let package = Package(
             name: "ReachabilityService",
             dependencies: ["ReachabilityCore", "ReachabilityLoop", "ReachabilityBus", "ReachabilityPlatform",
                            .product(name: "Logging", package: "swift-log")]),
-        // Call-cost benchmark (a libdbus client); see README, "Performance".
+        // Call-cost benchmark (a libdbus client); see docs/performance.md, "Performance".
         .executableTarget(name: "reachability-bench", dependencies: ["ReachabilityBus", "ReachabilityLoop"]),
         // Build-time generation of the contract string from dbus/*.xml.
         .executableTarget(name: "embed-contract"),
@@ -115,7 +115,7 @@ let package = Package(
         .executableTarget(name: "network-path-example", dependencies: ["NetworkPath"]),
 
         // Fuzzing: the checked properties (shared with the regression tests) and the
-        // libFuzzer entry; see README, "Testing and hardening".
+        // libFuzzer entry; see docs/hardening.md, "Testing and hardening".
         .target(name: "FuzzChecks", dependencies: ["ReachabilityCore", "ReachabilityBus", "ReachabilityPlatform"]),
         .systemLibrary(name: "CFuzzer"),
         .executableTarget(name: "reachability-fuzz", dependencies: ["FuzzChecks", "CFuzzer"]),

@@ -1,5 +1,5 @@
 /// Why a connection made before may be broken although `Status`/`Flags` may be unchanged
-/// (SPEC "Over time"): the `Path` object's `Invalidated(s reason)`, once per event.
+/// (docs/dbus-api.md, "The network under a connection"): the `Path` object's `Invalidated(s reason)`, once per event.
 public enum InvalidationReason: String, Sendable, Hashable, CaseIterable {
     /// The machine resumed from sleep (logind's `PrepareForSleep(false)`, or without logind a
     /// jump of the wall clock): everything was read again.

@@ -1,5 +1,5 @@
-/// How long a name's answer stays true, and when to ask again (SPEC "Over time": names
-/// follow their answers).
+/// How long a name's answer stays true, and when to ask again (docs/design.md,
+/// "Names follow their answers").
 ///
 /// The system resolver (`getaddrinfo`, which GLib's resolver calls) gives addresses and no
 /// lifetime; a DNS query of the same name on the same servers (`res_nsearch(3)`: the same

@@ -1,5 +1,5 @@
 /// What makes the network the default route leads to this network and not another with the
-/// same addressing (SPEC "Over time": `Path.NetworkIdentity`). Pure: the platform reads the
+/// same addressing (docs/design.md, "The network under a connection"). Pure: the platform reads the
 /// facts and hashes the material with its per-machine key.
 ///
 /// The material is, for each family with a unicast default route: the family, the outgoing

@@ -65,7 +65,7 @@ public struct InvalidTarget: Error, Hashable, Sendable, CustomStringConvertible 
     }
 }
 
-/// Host-name validation and normalisation (SPEC "Host names"), so that one
+/// Host-name validation and normalisation (docs/dbus-api.md, "Host names"), so that one
 /// host has one object.
 public enum TargetName {
     /// Raw inputs longer than this many UTF-8 bytes are refused before any other

@@ -2,7 +2,7 @@ import CoreMetrics
 
 /// The service's instruments, through swift-metrics: counters, gauges and timers
 /// gathered where things happen, exported by whatever `MetricsSystem` the program
-/// bootstrapped (the daemon: Prometheus text, README "Metrics"). A program that
+/// bootstrapped (the daemon: Prometheus text, docs/metrics.md, "Metrics"). A program that
 /// bootstraps nothing (the library inside an application, the tests) gets
 /// swift-metrics' no-op handlers, which cost nothing.
 ///

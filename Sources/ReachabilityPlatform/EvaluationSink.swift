@@ -22,8 +22,8 @@ public protocol EvaluationSink: AnyObject {
     /// The users whose callers hold `target` (each gets its own answer when the uid
     /// rules route it otherwise: `WatchedTarget.views`).
     func holdingUsers(of target: WatchedTarget) -> [UserID]
-    /// A connection made before may be broken although no flag need change (SPEC "Over
-    /// time"): told once per event, after the evaluation it caused.
+    /// A connection made before may be broken although no flag need change (docs/dbus-api.md,
+    /// "The network under a connection"): told once per event, after the evaluation it caused.
     func invalidated(_ reason: InvalidationReason)
 }
 

@@ -1,4 +1,4 @@
-// The fuzz targets (see README, "Testing and hardening"). Built with
+// The fuzz targets (see docs/hardening.md, "Testing and hardening"). Built with
 // `-sanitize=fuzzer,address -DFUZZING`, this is a libFuzzer binary whose target
 // is chosen by REACHABILITY_FUZZ_TARGET (names, paths, messages). Built
 // normally, it replays the files it is given through the same checks, or

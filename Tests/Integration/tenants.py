@@ -80,7 +80,7 @@ GATEWAY_V4 = "192.0.2.254"
 FAST_ZONE, NEVER_ZONE = "fast.test", "never.test"
 FAST_V4, FAST_V6 = "192.0.2.10", "2001:db8:1::10"
 
-# The goals every attack is held to (SPEC "Fair to every user"; README "Hostile tenants").
+# The goals every attack is held to (docs/hardening.md, "Fair to every user" and "Hostile tenants").
 CALL_TIMEOUT_S = 1.0
 P99_GOAL_MS = 100.0
 RSS_PEAK_GOAL_KIB = 32 * 1024

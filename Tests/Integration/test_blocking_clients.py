@@ -1,4 +1,4 @@
-"""Honest blocking clients are served at once (README "Signals: nothing lost").
+"""Honest blocking clients are served at once (docs/hardening.md, "Signals: nothing lost").
 
 A script with no main loop -- dbus-python without one, jeepney's blocking API,
 ``busctl call`` in a loop -- reads its socket while it waits in a call, but cannot

@@ -1,4 +1,4 @@
-"""Every client holds the current truth (SPEC "Nothing lost"; README "Signals: nothing lost").
+"""Every client holds the current truth (docs/design.md, "Nothing lost"; docs/hardening.md, "Signals: nothing lost").
 
 Honest clients -- GDBus, which answers read receipts from its worker thread, and
 dbus-python on a GLib main loop, which answers them when it dispatches -- hold

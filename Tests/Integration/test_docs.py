@@ -63,3 +63,52 @@ def test_readme_is_short_and_its_links_resolve():
             assert file.exists(), f"{page.name}: link to {target}: no such file"
             if anchor:
                 assert anchor in _anchors(file.read_text()), f"{page.name}: link to {target}: no such heading"
+
+
+# A prose pointer names a document and a heading in it: a page, a comma and a quoted heading,
+# or several joined by "and". Comments split across lines are joined first.
+_POINTER = re.compile(r'(README(?:\.md)?|docs/[\w./-]+\.md)(?:\'s)?,?\s+((?:["“][^"”]+["”](?:,?\s+(?:and|or)\s+)?)+)')
+_QUOTED = re.compile(r'["“]([^"”]+)["”]')
+_CONTINUATION = re.compile(r'[ \t]*\n[ \t]*(?:///?|#|\*|<!--|--)?[ \t]*')
+
+
+def _headings(markdown: str) -> set:
+    """A page's headings and its bold run-in titles (``**Title.** text``), folded."""
+    titles = re.findall(r"^#+\s+(.+?)\s*#*$", markdown, re.M)
+    titles += re.findall(r"^(?:- )?\*\*(.+?)\*\*", markdown, re.M)
+    return {_fold(title) for title in titles}
+
+
+def _fold(title: str) -> str:
+    return re.sub(r"\s+", " ", title.replace("`", "")).strip().rstrip(".:").casefold()
+
+
+def _tracked_text_files():
+    names = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], capture_output=True,
+                           check=True).stdout.decode().split("\0")
+    for name in filter(None, names):
+        path = REPO / name
+        try:
+            yield name, path.read_text()
+        except (UnicodeDecodeError, IsADirectoryError, FileNotFoundError):
+            continue
+
+
+def test_prose_pointers_name_headings_that_exist():
+    headings = {}
+    wrong = []
+    for name, text in _tracked_text_files():
+        for line_number, line in enumerate(text.splitlines(), 1):
+            if re.search(r"\bSPEC\b|\.\./shared", line):
+                wrong.append(f"{name}:{line_number}: names a document outside the repository: {line.strip()}")
+        for match in _POINTER.finditer(_CONTINUATION.sub(" ", text)):
+            page = "README.md" if match.group(1).startswith("README") else match.group(1)
+            if page not in headings:
+                target = REPO / page
+                headings[page] = _headings(target.read_text()) if target.is_file() else None
+            for title in _QUOTED.findall(match.group(2)):
+                if headings[page] is None:
+                    wrong.append(f"{name}: {match.group(0)!r}: there is no {page}")
+                elif _fold(title) not in headings[page]:
+                    wrong.append(f"{name}: {match.group(0)!r}: {page} has no heading {title!r}")
+    assert not wrong, "\n".join(wrong)

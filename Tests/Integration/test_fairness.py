@@ -1,6 +1,6 @@
 """Hostile tenants: no user of the machine can make the service useless for another.
 
-SPEC "Fair to every user"; README "Fair to every user" and "Hostile tenants".
+docs/hardening.md, "Fair to every user" and "Hostile tenants".
 Each test runs the daemon as root on a system bus with Debian's default
 policy and the shipped policy file, in a network namespace with the kernel
 backend and a DNS server of the lab's (``fast.test`` answered at once,
@@ -38,7 +38,7 @@ BOOKKEEPING_TARGETS = 4096
 MANAGED_TARGETS = 1024
 # The floods below keep both cores busy (the attacker, dbus-daemon, the daemon and the victim are
 # four busy processes on CI's two cores) and queue their calls in the bus ahead of the victim's
-# (README, "What is left on dbus-daemon"): on CI, with a debug build, the victim's p99 is held to
+# (docs/hardening.md, "What is left on dbus-daemon"): on CI, with a debug build, the victim's p99 is held to
 # what that allows; the 1 s timeout is never relaxed, and abuse.py measures the full size on a
 # release build against the 100 ms goal.
 BUS_FIFO_P99_MS = 250.0           # 256 calls queued in the bus ahead of the victim's, 0.3 ms each (debug)
@@ -310,7 +310,7 @@ def test_thousands_of_targets_come_and_go_cheaply(tenant_lab):
     print(adding.summary())
     print(dropping.summary())
     # While one user pipelines 256 WatchAddress calls, the victim's call arrives behind them: the
-    # bus queues every call to the service in arrival order (README, "What is left on
+    # bus queues every call to the service in arrival order (docs/hardening.md, "What is left on
     # dbus-daemon"), and a debug build takes about 0.3 ms each. Round-robin cannot reach into the
     # bus's queue, so this phase is held to what that order allows.
     # Releasing runs 128 orphans a loop turn; with only a few dozen victim calls in this phase its

@@ -59,7 +59,7 @@ CONTRACT = REPO / "dbus" / f"{SERVICE}.xml"
 UNIT = REPO / "data" / "reachabilityd.service"
 SYSUSERS = REPO / "data" / "reachabilityd.sysusers.conf"
 
-# Every interface anybody may call, and nothing else (SPEC, Installation).
+# Every interface anybody may call, and nothing else (docs/install.md, "Installing").
 ALLOWED_INTERFACES = {
     MANAGER,
     TARGET,
@@ -520,7 +520,7 @@ def test_policy_allows_exactly_the_listed_interfaces():
     (read receipts), and its own user may ask the bus what it holds for a caller
     (GetConnectionStats, the other witness of reading; root may already); Properties.Set is root's alone (the log's level and target, LogControl1);
     the Metrics interface is root's and the adm group's; and the interfaces opened to
-    everybody are exactly those of the SPEC."""
+    everybody are exactly those docs/dbus-api.md, "The paths per interface" lists."""
     root = ET.parse(POLICY).getroot()
     owners = set()
     allowed = set()
@@ -580,10 +580,10 @@ METRICS_RULE = {"send_destination": SERVICE, "send_interface": METRICS}
 # Properties.Set, which only root may send (LogControl1's LogLevel and LogTarget are the only writable properties).
 SET_RULE = {"send_destination": SERVICE, "send_interface": "org.freedesktop.DBus.Properties", "send_member": "Set"}
 
-# What the service's users may send to any peer: Peer.Ping, as a read receipt (README, "Fair to every user").
+# What the service's users may send to any peer: Peer.Ping, as a read receipt (docs/hardening.md, "Fair to every user").
 RECEIPT_RULE = {"send_type": "method_call", "send_interface": "org.freedesktop.DBus.Peer", "send_member": "Ping"}
 
-# What the service's own user may ask the bus driver: what it still holds for a caller (README, "Fair to every user").
+# What the service's own user may ask the bus driver: what it still holds for a caller (docs/hardening.md, "Fair to every user").
 QUEUE_RULE = {"send_destination": "org.freedesktop.DBus", "send_interface": "org.freedesktop.DBus.Debug.Stats",
               "send_member": "GetConnectionStats"}
 

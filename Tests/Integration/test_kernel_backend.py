@@ -788,7 +788,7 @@ def test_networkmanager_killed_and_restarted(nm_lab):
               f"max {max(latencies) * 1000:.1f} ms, median {sorted(latencies)[len(latencies) // 2] * 1000:.1f} ms "
               f"(negative: we answered first); open files {fds_before} before, {fds_after[-1]} after")
 
-        # Each loss and return was logged once, at its priority (README, "Logs"), and counted in the metrics.
+        # Each loss and return was logged once, at its priority (docs/logs.md, "Logs"), and counted in the metrics.
         log = daemon.log_text()
         assert log.count("<4>NetworkManager left the bus") == RESTARTS, log[-3000:]
         assert log.count("<5>NetworkManager is back on the bus") == RESTARTS, log[-3000:]

@@ -1,4 +1,4 @@
-"""What address literals and odd answers mean (SPEC "Host names"), with the kernel backend in the
+"""What address literals and odd answers mean (docs/dbus-api.md, "Host names" and "Address literals"), with the kernel backend in the
 lab of ``tenants.py``:
 
 * ``0.0.0.0`` is Apple's zero address, the internet, in ``Query`` and ``WatchAddress`` alike (they

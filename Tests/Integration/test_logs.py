@@ -1,4 +1,4 @@
-"""The daemon's log, as journald, a log file and a terminal receive it (README, "Logs").
+"""The daemon's log, as journald, a log file and a terminal receive it (docs/logs.md, "Logs").
 
 * Journal: the daemon's standard error is a file whose device and inode the
   test passes in ``JOURNAL_STREAM``, as systemd does for a unit whose output
@@ -31,7 +31,7 @@ from harness import MANAGER_IFACE, PROPERTIES_IFACE, ROOT_PATH, SERVICE
 
 LOG_CONTROL = "org.freedesktop.LogControl1"
 LOG_CONTROL_PATH = "/org/freedesktop/LogControl1"
-# The fixed MESSAGE_IDs (README, "Logs").
+# The fixed MESSAGE_IDs (docs/logs.md, "Logs").
 BACKEND_SWITCHED = "fa00c6ee61ec4390a2c2f5f794c7df0e"
 NETWORKMANAGER_LOST = "3b72a8faf230487db934fc4db8fc3f27"
 NETWORKMANAGER_BACK = "70409e70b8b248a0985ae7ad23f62f20"

@@ -1,4 +1,4 @@
-"""``reachctl metrics``: the daemon's metrics in the Prometheus text format (README, "Metrics").
+"""``reachctl metrics``: the daemon's metrics in the Prometheus text format (docs/metrics.md, "Metrics").
 
 * The text passes Prometheus's own checker (``promtool check metrics``) and says
   what the issue asks: every watched target with its flags as labels, its

@@ -10,7 +10,7 @@ the test decides when a name fails and when it answers.
   host is not asked again either, and once nothing is owed the daemon does not wake.
 * The resolver's file changes (the daemon's ``/etc/resolv.conf`` is bind-mounted from the
   lab's): a fact that changed, so the held names are looked up again.
-* Names follow their answers (SPEC "Over time"): a held name is looked up again when its
+* Names follow their answers (docs/design.md, "Names follow their answers"): a held name is looked up again when its
   answer's TTL runs out (never sooner than 5 s); after an outage longer than the quick
   retries, every 30 s; at once when ``/etc/hosts`` changes (the daemon's is bind-mounted
   from the lab's: the machine's is never touched). A name with a trailing dot is absolute:

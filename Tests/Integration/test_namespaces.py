@@ -1,4 +1,4 @@
-"""Whose network namespace (SPEC "Over time"): the daemon answers for its own, and says which
+"""Whose network namespace (docs/design.md, "Whose network namespace"): the daemon answers for its own, and says which
 (``Manager.NetworkNamespace``, the inode of its ``/proc/self/ns/net``). A client in another
 network namespace on the same bus (a container given the host's bus socket) compares it with
 its own and evaluates in its own process, saying so; in the daemon's namespace it asks the

@@ -1,4 +1,4 @@
-"""The network under a connection (SPEC "Over time"): ``Path.NetworkIdentity`` and
+"""The network under a connection (docs/design.md, "The network under a connection"): ``Path.NetworkIdentity`` and
 ``Path.Invalidated(s reason)``, with the kernel backend in the lab of ``tenants.py`` (an uplink
 ``ten0`` whose default route goes through 192.0.2.254).
 

@@ -1,5 +1,5 @@
 """README's set-up commands, as a newcomer runs them on a fresh machine as
-root with no sudo (SPEC, "README: the two set-up commands").
+root with no sudo (README, "Quick start").
 
 * The test command in README is exactly what ``.ci/run`` executes, and
   neither needs sudo.

@@ -1,4 +1,4 @@
-"""Sleep (SPEC "Over time"): the daemon follows logind's ``PrepareForSleep`` on the system bus;
+"""Sleep (docs/design.md, "Sleep"): the daemon follows logind's ``PrepareForSleep`` on the system bus;
 on resume it reads everything again before it answers — links, addresses, routes, neighbours,
 and every held name looked up again — and raises ``Path.Invalidated("resumed")``.
 

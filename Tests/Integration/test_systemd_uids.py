@@ -1,4 +1,4 @@
-"""The caller's own answer under the shipped unit (SPEC "Under the shipped sandbox").
+"""The caller's own answer under the shipped unit (docs/dbus-api.md, "Whose answer"; docs/install.md, "Installing").
 
 ``ip rule … uidrange 1000-1000 lookup 100`` with ``unreachable default`` in table 100: uid
 1000's packets have no way out, root's do. The daemon answers each caller as its own packets

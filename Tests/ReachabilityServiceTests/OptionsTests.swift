@@ -5,7 +5,7 @@ import Testing
 
 @Suite("reachabilityd's command line")
 struct OptionsTests {
-    @Test("defaults: the system bus, auto backend, SPEC's limits")
+    @Test("defaults: the system bus, auto backend, the documented limits")
     func defaults() throws {
         let (command, options) = try Daemon.Options.parse([])
         #expect(command == .run)
