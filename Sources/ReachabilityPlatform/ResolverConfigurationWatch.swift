@@ -10,8 +10,9 @@ import ReachabilityLoop
 ///
 /// inotify (`inotify_init1`), read on the loop through an fd source: it wakes the loop only
 /// when something is written, created, renamed or removed in a directory that holds a
-/// file — its own, and its target's when it is a symbolic link (resolvconf's, systemd-resolved's)
-/// — and only an event that names the file is a change. A file replaced by renaming another
+/// file — its own, and its target's when it is a symbolic link (resolvconf's, systemd-resolved's),
+/// or that directory's nearest ancestor while it is not made yet — and only an event that names
+/// the file (or the directory on the way to it) is a change. A file replaced by renaming another
 /// over it (NetworkManager, resolvconf and systemd-resolved do so) is watched again; the
 /// file's own watch sees writes made in place and through any other path (a bind mount).
 @LoopActor
@@ -58,9 +59,19 @@ final class ResolverConfigurationWatch {
         var newFiles: Set<Int32> = []
         for path in paths {
             for path in [path] + (Self.target(of: path).map { [$0] } ?? []) {
-                let (directory, name) = Self.split(path)
-                if case .success(let wd) = Syscall.call({ inotify_add_watch(fd, directory, Self.directoryEvents) }) {
-                    wanted[wd, default: []].insert(name)
+                // A directory not made yet (a link into /run/systemd/resolve/ before
+                // systemd-resolved starts): its nearest ancestor is watched for the name that
+                // leads to it, and once that is made, the next level.
+                var (directory, name) = Self.split(path)
+                while true {
+                    let added = Syscall.call { inotify_add_watch(fd, directory, Self.directoryEvents) }
+                    if case .success(let wd) = added {
+                        wanted[wd, default: []].insert(name)
+                        break
+                    }
+                    guard case .failure(let error) = added, [ENOENT, ENOTDIR].contains(error.rawValue), directory != "/"
+                    else { break }
+                    (directory, name) = Self.split(directory)
                 }
             }
             if case .success(let wd) = Syscall.call({ inotify_add_watch(fd, path, Self.fileEvents) }) {

@@ -50,17 +50,45 @@ class ResolverDaemon(NetnsDaemon):
             str(self.binary)] + self.args
 
 
+class LinkedResolverDaemon(NetnsDaemon):
+    """reachabilityd in namespace A whose ``/etc/resolv.conf`` is a symbolic link to ``target``
+    (as systemd-resolved's and resolvconf's are), made in an overlay of ``/etc`` in the private
+    mount namespace ``ip netns exec`` makes: the machine's ``/etc`` is not changed."""
+
+    def __init__(self, target: Path, overlay: Path, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.target = target
+        self.overlay = overlay
+
+    def argv(self) -> list:
+        overlay = self.overlay
+        for part in ("upper", "work"):
+            (overlay / part).mkdir(parents=True, exist_ok=True)
+        script = ('mount -t overlay overlay -o "lowerdir=/etc,upperdir=$0/upper,workdir=$0/work" /etc'
+                  ' && ln -sfn "$1" /etc/resolv.conf && shift && exec "$@"')
+        return harness.Namespaces.exec_argv(self.netns) + [
+            "/bin/sh", "-c", script, str(overlay), str(self.target), str(self.binary)] + self.args
+
+
 class PathLab:  # pylint: disable=too-few-public-methods
     """The kernel lab, the daemon with a resolver file of the test's, a recorder on the root object
     (InterfacesAdded/Removed) and, once watched, one on the path object."""
 
-    def __init__(self, lab, args: list, resolver_text: str = WITH_SERVER):
+    def __init__(self, lab, args: list, resolver_text: Optional[str] = WITH_SERVER):
+        """``resolver_text`` None: the resolver file is a symbolic link to a file not made yet, in a
+        directory not made yet (``/run/systemd/resolve/`` before systemd-resolved starts)."""
         self.lab = lab
-        self.resolver = lab.directory / "resolv.conf"
-        self.resolver.write_text(resolver_text)
+        log = lab.directory / f"reachabilityd-{len(lab.daemons)}.log"
         self.root = recorder_before_start(lab)
-        self.daemon = ResolverDaemon(self.resolver, lab.ns_a, lab.bus.address,
-                                     lab.directory / f"reachabilityd-{len(lab.daemons)}.log", args=args)
+        if resolver_text is None:
+            self.resolver = lab.directory / "run" / "resolve" / "resolv.conf"
+            self.resolver.parent.parent.mkdir(exist_ok=True)
+            self.daemon = LinkedResolverDaemon(self.resolver, lab.directory / "etc-overlay", lab.ns_a,
+                                               lab.bus.address, log, args=args)
+        else:
+            self.resolver = lab.directory / "resolv.conf"
+            self.resolver.write_text(resolver_text)
+            self.daemon = ResolverDaemon(self.resolver, lab.ns_a, lab.bus.address, log, args=args)
         lab.daemons.append(self.daemon)
         self.daemon.start(lab.client)
         self.root.sync()
@@ -287,6 +315,25 @@ def test_tunnel_is_a_vpn_and_needs_an_underlay(path_lab):
     lab.wait({"Interfaces": [tun, kveth0], "Flags": TRANSIENT_CONNECTION | REACHABLE}, "the tunnel again", mark)
     lab.sync()
     assert len(lab.changes(mark)) == 2, lab.path.describe(mark)
+
+
+def test_dns_configured_through_a_link_whose_file_comes_later(kernel_lab):
+    """The resolver file a symbolic link to a file that is not there yet, in a directory that is not
+    either (systemd-resolved's before it starts): no server, then the directory and the file are
+    made — DnsConfigured follows, with the link kept; the file removed and made again too."""
+    lab = PathLab(kernel_lab, daemon_args("--backend", "kernel"), resolver_text=None)
+    assert lab.watch()["DnsConfigured"] is False
+    mark = lab.path.mark()
+    lab.resolver.parent.mkdir()
+    lab.resolver.write_text(WITH_SERVER)
+    lab.wait({"DnsConfigured": True}, "a server named once the link's file is made", mark)
+    lab.resolver.unlink()
+    lab.wait({"DnsConfigured": False}, "no server once the link's file is gone again", mark)
+    lab.resolver.write_text(WITH_SERVER)
+    lab.wait({"DnsConfigured": True}, "a server named when the file is back", mark)
+    lab.root.close()
+    lab.path.close()
+    assert lab.daemon.running, f"the daemon exited during the test (status {lab.daemon.returncode})"
 
 
 def test_dns_configured_from_the_resolver_file(path_lab):
