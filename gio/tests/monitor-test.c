@@ -9,8 +9,10 @@
  * (g_network_monitor_can_reach; CODE a GIOErrorEnum number, -1 for
  * another domain) and the same with "async"
  * (g_network_monitor_can_reach_async). With --follow it then prints
- * "changed MONOTONIC AVAILABLE METERED CONNECTIVITY" (seconds on
- * CLOCK_MONOTONIC) for every network-changed, and answers each line of its
+ * "changed MONOTONIC AVAILABLE METERED CONNECTIVITY PROPERTY" (seconds on
+ * CLOCK_MONOTONIC; AVAILABLE the signal's argument, PROPERTY what
+ * g_network_monitor_get_network_available says in the handler, which is
+ * what a program that reads the monitor sees) for every network-changed, and answers each line of its
  * standard input (a host or address) as the arguments ("async" only),
  * until its standard input ends; otherwise it exits. */
 #include <gio/gio.h>
@@ -72,8 +74,9 @@ static void
 changed (GNetworkMonitor *monitor, gboolean available, gpointer user_data)
 {
   (void) user_data;
-  printf ("changed %.6f %d %d %d\n", g_get_monotonic_time () / 1e6, available,
-          g_network_monitor_get_network_metered (monitor), g_network_monitor_get_connectivity (monitor));
+  printf ("changed %.6f %d %d %d %d\n", g_get_monotonic_time () / 1e6, available,
+          g_network_monitor_get_network_metered (monitor), g_network_monitor_get_connectivity (monitor),
+          g_network_monitor_get_network_available (monitor));
   fflush (stdout);
 }
 

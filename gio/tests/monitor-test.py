@@ -29,7 +29,7 @@ def main():
 
     def changed(_monitor, available):
         print(f"changed {time.monotonic():.6f} {int(available)} {int(monitor.get_network_metered())} "
-              f"{int(monitor.get_connectivity())}", flush=True)
+              f"{int(monitor.get_connectivity())} {int(monitor.get_network_available())}", flush=True)
     monitor.connect("network-changed", changed)
 
     def connectable(target):
