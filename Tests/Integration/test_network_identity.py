@@ -6,14 +6,18 @@ The gateway's link-layer address is the test's (a permanent neighbour entry): a 
 on the same network keeps the identity and invalidates nothing; another host behind the same
 IP address (another link-layer address) is another network — a new identity and
 ``Invalidated("network-changed")`` once, while ``Flags`` stay the same. A new preferred source
-address is ``source-changed``, a new name server ``dns-changed``, each once.
+address is ``source-changed``, a new name server ``dns-changed``, each once. A VPN (a tun
+device with a process attached, OpenVPN's two /1 routes over the default route) that comes or
+goes is ``vpn-changed``, once each way, and not ``network-changed``: the network under it stays.
 """
 
+import os
 import re
 
 import harness
 from harness import MANAGER_IFACE, ROOT_PATH, SERVICE
 from tenants import GATEWAY_V4, UPLINK
+from test_kernel_backend import TUN, vpn_tun
 
 PATH_PATH = ROOT_PATH + "/path"
 PATH_IFACE = SERVICE + ".Path"
@@ -100,6 +104,37 @@ def test_invalidated_once_per_event_with_its_reason(tenant_lab):
                        "Invalidated(dns-changed)", lambda: path.history(mark))
     assert invalidations(path, mark) == ["dns-changed"], path.history(mark)
     assert path.state[PATH_IFACE]["Flags"] == flags and identity(path) == before
+
+
+def test_a_vpn_that_comes_and_goes_is_vpn_changed(tenant_lab):
+    lab = tenant_lab
+    router(lab, ROUTER_A)
+    lab.start_daemon()
+    path = watch_path(lab)
+    flags = path.state[PATH_IFACE]["Flags"]
+    home = identity(path)
+
+    def ip(*args):
+        return lab.namespaces.ip(lab.netns, *args)
+
+    # OpenVPN's layout ("def1"): two /1 routes through the tunnel over the uplink's default route.
+    mark = path.mark()
+    tun = vpn_tun(ip, lab.netns, metric=None)
+    try:
+        ip("route", "add", "0.0.0.0/1", "dev", TUN)
+        ip("route", "add", "128.0.0.0/1", "dev", TUN)
+        path.wait_props({"Flags": flags | harness.TRANSIENT_CONNECTION}, "the path through the VPN",
+                        interface=PATH_IFACE)
+        assert invalidations(path, mark) == ["vpn-changed"], path.history(mark)
+    finally:
+        # The client ends: the tunnel and its routes go.
+        mark = path.mark()
+        os.close(tun)
+        ip("link", "del", TUN)
+    path.wait_props({"Flags": flags}, "the path through the uplink again", interface=PATH_IFACE)
+    harness.wait_until(lambda: identity(path) == home, harness.CHANGE_TIMEOUT, "the home network's identity again",
+                       path.describe)
+    assert invalidations(path, mark) == ["vpn-changed"], path.history(mark)
 
 
 EXAMPLE = harness.daemon_binary().parent / "network-path-example"
