@@ -179,3 +179,54 @@ def test_nwpathmonitor_gets_a_new_path_on_another_network(tenant_lab):
     finally:
         process.terminate()
         process.wait(5)
+
+
+APP = harness.daemon_binary().parent / "reachability-example"
+
+
+def test_network_invalidation_monitor_delivers_each_reason_once(tenant_lab):
+    """The Swift client's NetworkInvalidationMonitor (reachability-example --invalidations) through
+    the daemon: another router, then another source address, each delivered once with its reason."""
+    import select  # pylint: disable=import-outside-toplevel
+    import subprocess  # pylint: disable=import-outside-toplevel
+    import time  # pylint: disable=import-outside-toplevel
+    lab = tenant_lab
+    router(lab, ROUTER_A)
+    lab.start_daemon()
+    path = watch_path(lab)
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=lab.bus.address)
+    process = subprocess.Popen(harness.Namespaces.exec_argv(lab.netns)  # pylint: disable=consider-using-with
+                               + [str(APP), "--daemon", "--invalidations"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    lines = []
+
+    def wait_line(predicate, what):
+        deadline = time.monotonic() + harness.CHANGE_TIMEOUT
+        buffer = b""
+        while not any(predicate(line) for line in lines):
+            left = deadline - time.monotonic()
+            assert left > 0, f"{what}: lines so far {lines}"
+            if select.select([process.stdout], [], [], left)[0]:
+                chunk = os.read(process.stdout.fileno(), 65536)
+                assert chunk, f"the example ended ({process.poll()}): {lines}"
+                buffer += chunk
+                *done, buffer = buffer.split(b"\n")
+                lines.extend(line.decode() for line in done)
+
+    def said():
+        return [line.split(" ", 1)[1] for line in lines if line.startswith("invalidated ")]
+
+    try:
+        wait_line(lambda line: line.startswith("status reachable"), "the first answer")
+        mark = path.mark()
+        router(lab, ROUTER_B)
+        wait_line(lambda line: line == "invalidated network-changed", "the monitor's network-changed")
+        assert invalidations(path, mark) == ["network-changed"], path.history(mark)
+        lab.namespaces.ip(lab.netns, "addr", "add", "192.0.2.2/24", "dev", UPLINK)
+        lab.namespaces.ip(lab.netns, "route", "replace", "default", "via", GATEWAY_V4, "dev", UPLINK, "src",
+                          "192.0.2.2")
+        wait_line(lambda line: line == "invalidated source-changed", "the monitor's source-changed")
+        assert said() == ["network-changed", "source-changed"], lines
+    finally:
+        process.terminate()
+        process.wait(5)
