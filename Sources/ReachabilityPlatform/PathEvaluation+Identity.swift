@@ -7,10 +7,14 @@ extension PathEvaluation {
     func observe(_ state: PathState, _ facts: NetworkFacts, _ source: NetworkFactSource) -> NetworkIdentity.Observed {
         var routes: [NetworkIdentity.Route] = []
         var sources: [String] = []
+        // A VPN's routes say nothing of the network under it: a VPN that comes or goes is
+        // `vpn-changed`, not another network (the identity is "" while the VPN carries the route).
+        let vpnLinks = Set(state.interfaces.filter(\.isVPN).map(\.name))
         for family in AddressFamily.allCases {
             guard let route = facts.internetRoutes[family]?.lazy.compactMap({ $0 }).first(where: { $0.kind == .unicast })
             else { continue }
             let link = route.interfaceIndex
+            if let name = facts.links[link]?.name, vpnLinks.contains(name) { continue }
             var linkLayer: [UInt8]?
             if let gateway = route.gateway, let address = try? IPAddress(parsing: gateway) {
                 let key = "\(link)/\(gateway)"

@@ -5,6 +5,7 @@ import CNetlink
 import CNetworkManager
 import Glibc
 import Logging
+import ReachabilityCore
 import ReachabilityLoop
 
 /// Says when the machine resumed from sleep, so that everything is read again before the
@@ -34,6 +35,8 @@ final class SleepWatch {
     private let handle: Handle
     private var clock: Int32 = -1
     private var clockSource: SourceHandle?
+    /// What the clocks said at the last set (`ClockJump`: a sleep, or only a set).
+    private var jump = ClockJump(boottime: SleepWatch.now(CLOCK_BOOTTIME), monotonic: SleepWatch.now(CLOCK_MONOTONIC))
     private let onResume: (String) -> Void
     private let logger: Logger
 
@@ -162,8 +165,17 @@ final class SleepWatch {
         let read = Syscall.call { Glibc.read(clock, &expirations, MemoryLayout<UInt64>.size) }
         armClock()
         guard case .failure(let error) = read, error == .canceled else { return }
-        // logind's signal speaks for a resume; a clock set while it runs is only a clock set.
-        guard owner == nil else { return }
+        // logind's signal speaks for a resume; a clock set with no time asleep is only a clock set.
+        guard jump.wasResume(boottime: Self.now(CLOCK_BOOTTIME), monotonic: Self.now(CLOCK_MONOTONIC),
+                             logindPresent: owner != nil)
+        else { return logger.info("the wall clock was set") }
         onResume("the wall clock jumped")
+    }
+
+    /// The clock `id` in nanoseconds. Wraps `clock_gettime(2)`.
+    private nonisolated static func now(_ id: clockid_t) -> Int64 {
+        var value = timespec()
+        clock_gettime(id, &value)
+        return Int64(value.tv_sec) * 1_000_000_000 + Int64(value.tv_nsec)
     }
 }

@@ -4,13 +4,15 @@
 //
 //   reachability-example [--daemon | --no-daemon] [TARGET]
 //   reachability-example [--daemon | --no-daemon] --churn N [TARGET]
+//   reachability-example [--daemon | --no-daemon] --invalidations [TARGET]
 //
 // Prints "mode daemon|in-process", then "status S flags F" for every listener
 // call. Reads commands, one per line: "stop", "start", "flags" (prints the
 // `flags` property), "exit". With `--churn N` it instead creates N managers one
 // after another, starts each listening and drops it at once, whatever is being
 // delivered to it (a stress test of the library's teardown), then prints
-// "churned N".
+// "churned N". With `--invalidations` it also prints "invalidated REASON" for each event
+// of a NetworkInvalidationMonitor.
 import Dispatch
 import Foundation
 import ReachabilitydClient
@@ -34,6 +36,13 @@ var churn: Int?
 if let index = arguments.firstIndex(of: "--churn"), index + 1 < arguments.count {
     churn = Int(arguments[index + 1])
     arguments.removeSubrange(index...index + 1)
+}
+var invalidations: NetworkInvalidationMonitor?
+if let index = arguments.firstIndex(of: "--invalidations") {
+    arguments.remove(at: index)
+    invalidations = NetworkInvalidationMonitor(queue: DispatchQueue(label: "invalidations")) { reason in
+        say("invalidated \(reason.rawValue)")
+    }
 }
 let target = arguments.first.map(ReachabilityTarget.init) ?? .internet
 
@@ -82,7 +91,9 @@ while let command = readLine() {
         queue.sync { say("stopped") }
     case "start": start()
     case "flags": say("flags \(manager.flags.map { String($0.rawValue, radix: 16) } ?? "-")")
-    case "exit": exit(0)
+    case "exit":
+        invalidations?.cancel()
+        exit(0)
     default: say("unknown command \(command)")
     }
 }

@@ -6,14 +6,18 @@ The gateway's link-layer address is the test's (a permanent neighbour entry): a 
 on the same network keeps the identity and invalidates nothing; another host behind the same
 IP address (another link-layer address) is another network — a new identity and
 ``Invalidated("network-changed")`` once, while ``Flags`` stay the same. A new preferred source
-address is ``source-changed``, a new name server ``dns-changed``, each once.
+address is ``source-changed``, a new name server ``dns-changed``, each once. A VPN (a tun
+device with a process attached, OpenVPN's two /1 routes over the default route) that comes or
+goes is ``vpn-changed``, once each way, and not ``network-changed``: the network under it stays.
 """
 
+import os
 import re
 
 import harness
 from harness import MANAGER_IFACE, ROOT_PATH, SERVICE
 from tenants import GATEWAY_V4, UPLINK
+from test_kernel_backend import TUN, vpn_tun
 
 PATH_PATH = ROOT_PATH + "/path"
 PATH_IFACE = SERVICE + ".Path"
@@ -102,6 +106,37 @@ def test_invalidated_once_per_event_with_its_reason(tenant_lab):
     assert path.state[PATH_IFACE]["Flags"] == flags and identity(path) == before
 
 
+def test_a_vpn_that_comes_and_goes_is_vpn_changed(tenant_lab):
+    lab = tenant_lab
+    router(lab, ROUTER_A)
+    lab.start_daemon()
+    path = watch_path(lab)
+    flags = path.state[PATH_IFACE]["Flags"]
+    home = identity(path)
+
+    def ip(*args):
+        return lab.namespaces.ip(lab.netns, *args)
+
+    # OpenVPN's layout ("def1"): two /1 routes through the tunnel over the uplink's default route.
+    mark = path.mark()
+    tun = vpn_tun(ip, lab.netns, metric=None)
+    try:
+        ip("route", "add", "0.0.0.0/1", "dev", TUN)
+        ip("route", "add", "128.0.0.0/1", "dev", TUN)
+        path.wait_props({"Flags": flags | harness.TRANSIENT_CONNECTION}, "the path through the VPN",
+                        interface=PATH_IFACE)
+        assert invalidations(path, mark) == ["vpn-changed"], path.history(mark)
+    finally:
+        # The client ends: the tunnel and its routes go.
+        mark = path.mark()
+        os.close(tun)
+        ip("link", "del", TUN)
+    path.wait_props({"Flags": flags}, "the path through the uplink again", interface=PATH_IFACE)
+    harness.wait_until(lambda: identity(path) == home, harness.CHANGE_TIMEOUT, "the home network's identity again",
+                       path.describe)
+    assert invalidations(path, mark) == ["vpn-changed"], path.history(mark)
+
+
 EXAMPLE = harness.daemon_binary().parent / "network-path-example"
 
 
@@ -141,6 +176,57 @@ def test_nwpathmonitor_gets_a_new_path_on_another_network(tenant_lab):
         router(lab, ROUTER_B)
         second = handler_lines(2, "a new path for another router")[1]
         assert second == first, "the same path in every field NWPath has, delivered again"
+    finally:
+        process.terminate()
+        process.wait(5)
+
+
+APP = harness.daemon_binary().parent / "reachability-example"
+
+
+def test_network_invalidation_monitor_delivers_each_reason_once(tenant_lab):
+    """The Swift client's NetworkInvalidationMonitor (reachability-example --invalidations) through
+    the daemon: another router, then another source address, each delivered once with its reason."""
+    import select  # pylint: disable=import-outside-toplevel
+    import subprocess  # pylint: disable=import-outside-toplevel
+    import time  # pylint: disable=import-outside-toplevel
+    lab = tenant_lab
+    router(lab, ROUTER_A)
+    lab.start_daemon()
+    path = watch_path(lab)
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=lab.bus.address)
+    process = subprocess.Popen(harness.Namespaces.exec_argv(lab.netns)  # pylint: disable=consider-using-with
+                               + [str(APP), "--daemon", "--invalidations"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    lines = []
+
+    def wait_line(predicate, what):
+        deadline = time.monotonic() + harness.CHANGE_TIMEOUT
+        buffer = b""
+        while not any(predicate(line) for line in lines):
+            left = deadline - time.monotonic()
+            assert left > 0, f"{what}: lines so far {lines}"
+            if select.select([process.stdout], [], [], left)[0]:
+                chunk = os.read(process.stdout.fileno(), 65536)
+                assert chunk, f"the example ended ({process.poll()}): {lines}"
+                buffer += chunk
+                *done, buffer = buffer.split(b"\n")
+                lines.extend(line.decode() for line in done)
+
+    def said():
+        return [line.split(" ", 1)[1] for line in lines if line.startswith("invalidated ")]
+
+    try:
+        wait_line(lambda line: line.startswith("status reachable"), "the first answer")
+        mark = path.mark()
+        router(lab, ROUTER_B)
+        wait_line(lambda line: line == "invalidated network-changed", "the monitor's network-changed")
+        assert invalidations(path, mark) == ["network-changed"], path.history(mark)
+        lab.namespaces.ip(lab.netns, "addr", "add", "192.0.2.2/24", "dev", UPLINK)
+        lab.namespaces.ip(lab.netns, "route", "replace", "default", "via", GATEWAY_V4, "dev", UPLINK, "src",
+                          "192.0.2.2")
+        wait_line(lambda line: line == "invalidated source-changed", "the monitor's source-changed")
+        assert said() == ["network-changed", "source-changed"], lines
     finally:
         process.terminate()
         process.wait(5)
