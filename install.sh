@@ -20,6 +20,9 @@
 #                                      information (for a -dbgsym package)
 #   --no-c-api                         leave out the C API (libreachability-sc, its
 #                                      headers and pkg-config file: docs/c-api.md)
+#   --libdir DIR                       the C API's library directory (default
+#                                      PREFIX/lib; the Debian package's is
+#                                      /usr/lib/<triplet>)
 #   --uninstall                        stop the service and remove every file
 #                                      this script installs under PREFIX (the
 #                                      user stays, as a package leaves it)
@@ -33,10 +36,10 @@
 #   units name PREFIX/libexec/reachabilityd and PREFIX/bin/reachctl.
 #   The GIO module (gio/, GLib's GNetworkMonitor answered by the service) in
 #   GIO's module directory (pkg-config's giomoduledir, under PREFIX). The C API
-#   (unless --no-c-api; it needs patchelf): PREFIX/lib/libreachability-sc.so.1 with
-#   the Swift runtime it runs on (PREFIX/lib/reachability-sc/), the headers
-#   (PREFIX/include/SystemConfiguration) and lib/pkgconfig/reachability-sc.pc, by
-#   capi/install-library.sh.
+#   (unless --no-c-api; it needs patchelf): LIBDIR/libreachability-sc.so.1 with
+#   the Swift runtime it runs on (LIBDIR/reachability-sc/), the headers
+#   (PREFIX/include/SystemConfiguration) and LIBDIR/pkgconfig/reachability-sc.pc, by
+#   capi/install-library.sh (LIBDIR: --libdir, PREFIX/lib unless told).
 #
 # Then (not with DESTDIR or --files-only): the user reachabilityd is created
 # (systemd-sysusers, or useradd without systemd), the system bus reloads its
@@ -49,6 +52,7 @@ cd "$(dirname "$0")"
 
 prefix=${PREFIX:-/usr}
 destdir=${DESTDIR:-}
+libdir=
 static=true
 files_only=false
 uninstall=false
@@ -60,6 +64,8 @@ while (($#)); do
         --prefix=*) prefix=${1#*=}; shift ;;
         --destdir) destdir=$2; shift 2 ;;
         --destdir=*) destdir=${1#*=}; shift ;;
+        --libdir) libdir=$2; shift 2 ;;
+        --libdir=*) libdir=${1#*=}; shift ;;
         --shared-swift-runtime) static=false; shift ;;
         --files-only) files_only=true; shift ;;
         --no-strip) strip=; shift ;;
@@ -71,6 +77,7 @@ while (($#)); do
 done
 [[ $prefix == /* ]] || { echo "install.sh: the prefix must be an absolute path: $prefix" >&2; exit 2; }
 prefix=${prefix%/}
+[[ -z $libdir || $libdir == /* ]] || { echo "install.sh: the libdir must be an absolute path: $libdir" >&2; exit 2; }
 [[ -n $destdir ]] && files_only=true
 
 service=io.github.reachabilityd.Reachability1
@@ -111,7 +118,7 @@ if $uninstall; then
     for file in "${files[@]}"; do
         rm -fv "$root/$file"
     done
-    capi/install-library.sh --uninstall --prefix "$prefix" ${destdir:+--destdir "$destdir"}
+    capi/install-library.sh --uninstall --prefix "$prefix" ${libdir:+--libdir "$libdir"} ${destdir:+--destdir "$destdir"}
     if [[ -z $destdir && -n $giomoduledir ]]; then
         gio_querymodules "$giomoduledir"
     fi
@@ -181,7 +188,8 @@ install -D -m 644 data/reachabilityd.sysusers.conf "$root/lib/sysusers.d/reachab
 # The introspection data, where D-Bus tools and binding generators look for it.
 install -D -m 644 "dbus/$service.xml" "$root/share/dbus-1/interfaces/$service.xml"
 if $c_api; then
-    capi/install-library.sh --library "$c_library" --prefix "$prefix" ${destdir:+--destdir "$destdir"} \
+    capi/install-library.sh --library "$c_library" --prefix "$prefix" ${libdir:+--libdir "$libdir"} \
+        ${destdir:+--destdir "$destdir"} \
         ${strip:+--strip}
 fi
 # The command the bus (without systemd) and the unit run is the installed daemon.

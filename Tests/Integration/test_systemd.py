@@ -63,6 +63,7 @@ SERVICE = harness.SERVICE
 OUT = REPO / ".build" / "deb"
 BUILD_TIMEOUT = 3600
 BUSES = ["dbus-daemon", "dbus-broker"]
+LIBRARY_PACKAGES = ("libreachability-sc1", "libreachability-sc-dev")
 
 
 
@@ -96,6 +97,17 @@ def deb() -> Path:
     (OUT / "lintian.txt").write_text(lintian.stdout + lintian.stderr)
     [package] = [p for p in OUT.glob("reachabilityd_*.deb")]
     return package
+
+
+@pytest.fixture(scope="session")
+def library_debs(deb) -> dict:  # pylint: disable=redefined-outer-name
+    """The C API's packages, built with the daemon's (beside its .deb): {package name: .deb}."""
+    found = {}
+    for name in LIBRARY_PACKAGES:
+        debs = sorted(deb.parent.glob(f"{name}_*.deb"))
+        assert len(debs) == 1, f"expected one {name}_*.deb beside {deb.name} in {deb.parent}: {debs}"
+        found[name] = debs[0]
+    return found
 
 
 @pytest.fixture(scope="session")
@@ -238,6 +250,80 @@ def test_package_installs_is_activated_and_removes_cleanly(request, deb, broker_
     box.run(["dpkg", "--purge", "reachabilityd"], timeout=120)
     left = [f for f in files if box.path(f).exists() or box.path(f).is_symlink()]
     assert not left, f"left after --purge: {left}"
+
+
+def deb_files(package: Path) -> list:
+    """The paths a .deb installs (not its directories), as absolute paths."""
+    listing = subprocess.run(["dpkg-deb", "-c", str(package)], capture_output=True, text=True, check=True).stdout
+    return [line.split(None, 5)[-1].split(" -> ")[0].lstrip(".") for line in listing.splitlines()
+            if not line.startswith("d")]
+
+
+def test_c_api_packages_link_a_program_and_remove_cleanly(request, deb, library_debs):  # pylint: disable=redefined-outer-name
+    """libreachability-sc1 and libreachability-sc-dev installed without the daemon: dpkg -L
+    shows the library (SONAME libreachability-sc.so.1, run path to its own Swift runtime) in
+    the one and the header, the .so link and the .pc in the other; ldconfig knows it; a C
+    program built with `pkg-config --cflags --libs reachability-sc` from the installed header
+    alone (capi/tests/reachability-test.c) runs its self-checks in-process, with the
+    toolchain's directory hidden. Removing -dev leaves the library (and the program runs);
+    purging both leaves no file and ldconfig forgets it. The daemon's package does not
+    depend on them."""
+    depends = subprocess.run(["dpkg-deb", "-f", str(deb), "Depends"], capture_output=True, text=True,
+                             check=True).stdout
+    assert "libreachability-sc" not in depends, depends
+    assert not [f for f in deb_files(deb) if "reachability-sc" in f or "SystemConfiguration" in f], deb_files(deb)
+    library, dev = library_debs["libreachability-sc1"], library_debs["libreachability-sc-dev"]
+    box = boot(request, "dbus-daemon", None)
+    add_uplink(box)
+    box.run(["dpkg", "-i", str(library), str(dev)], timeout=120)
+    triplet = box.run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"]).stdout.strip()
+    libdir = f"/usr/lib/{triplet}"
+    held = {name: set(box.run(["dpkg", "-L", name]).stdout.split()) for name in LIBRARY_PACKAGES}
+    expected = {
+        "libreachability-sc1": [f"{libdir}/libreachability-sc.so.1", f"{libdir}/libreachability-sc.so.1.0.0",
+                                *(f"{libdir}/reachability-sc/lib{name}.so" for name in ("swiftCore", "Foundation", "dispatch"))],
+        "libreachability-sc-dev": [f"{libdir}/libreachability-sc.so", f"{libdir}/pkgconfig/reachability-sc.pc",
+                                   *(f"/usr/include/SystemConfiguration/{name}.h"
+                                     for name in ("SystemConfiguration", "SCBase", "SCNetworkReachability"))]}
+    for name, paths in expected.items():
+        missing = [path for path in paths if path not in held[name]]
+        assert not missing, f"dpkg -L {name} lacks {missing}:\n" + "\n".join(sorted(held[name]))
+    assert not [p for p in held["libreachability-sc1"] if p.endswith((".h", ".pc", "libreachability-sc.so"))], held
+    dynamic = box.run(["readelf", "-d", f"{libdir}/libreachability-sc.so.1"]).stdout
+    assert "Library soname: [libreachability-sc.so.1]" in dynamic, dynamic
+    assert re.search(r"\((RUNPATH|RPATH)\).*\[\$ORIGIN/reachability-sc\]", dynamic), dynamic
+    # dh_makeshlibs' trigger ran ldconfig: the dynamic linker's cache has the library.
+    assert "libreachability-sc.so.1 " in box.run(["ldconfig", "-p"]).stdout
+
+    # The toolchain's runtime directory hidden: what runs comes from the package.
+    toolchain = Path(harness.tool("swift")).resolve().parents[1] / "lib" / "swift"
+    assert (toolchain / "linux" / "libswiftCore.so").exists(), f"no Swift runtime in {toolchain}"
+    box.run(["mount", "-t", "tmpfs", "tmpfs", str(toolchain)])
+    source = REPO / "capi" / "tests" / "reachability-test.c"
+    box.sh(f"cc -Wall -Wextra -Werror -o /root/reachability-test {source} $(pkg-config --cflags --libs reachability-sc)",
+           timeout=180)
+    loads = box.run(["ldd", "/root/reachability-test"]).stdout
+    assert "not found" not in loads and f"{libdir}/reachability-sc/libswiftCore.so" in loads, loads
+
+    def basics() -> str:
+        done = box.run(["/root/reachability-test", "basics"], check=False, timeout=60)
+        assert done.returncode == 0 and "basics ok" in done.stdout, f"{done.returncode}:\n{done.stdout}{done.stderr}"
+        return done.stdout
+
+    # In-process (the daemon is not installed): the uplink's default route makes the internet reachable.
+    assert "flags internet flags=0x2" in basics().splitlines()
+
+    box.run(["dpkg", "-r", "libreachability-sc-dev"], timeout=120)
+    for path in expected["libreachability-sc-dev"]:
+        assert not box.path(path).exists(), f"{path} left after dpkg -r libreachability-sc-dev"
+    for path in expected["libreachability-sc1"]:
+        assert box.path(path).exists(), f"{path} gone with libreachability-sc-dev"
+    basics()
+    box.run(["dpkg", "--purge", *LIBRARY_PACKAGES], timeout=120)
+    left = [f for package in (library, dev) for f in deb_files(package)
+            if box.path(f).exists() or box.path(f).is_symlink()]
+    assert not left, f"left after --purge: {left}"
+    assert "libreachability-sc" not in box.run(["ldconfig", "-p"]).stdout
 
 
 def test_source_package_builds_with_no_network(tmp_path):
