@@ -28,8 +28,10 @@ final class ResolverConfigurationWatch {
 
     private static let directoryEvents = UInt32(IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
         | UInt32(IN_ONLYDIR)
-    /// Written and closed, or written by a writer that keeps it open.
-    private static let fileEvents = UInt32(IN_CLOSE_WRITE | IN_MODIFY)
+    /// Written and closed. Not each write (`IN_MODIFY`): a file rewritten in place (`cat >`,
+    /// Python's `write_text`) is truncated first, and read between the two it named no server —
+    /// one change would be told as two, the first of them wrong.
+    private static let fileEvents = UInt32(IN_CLOSE_WRITE)
 
     /// Watches `paths`; `onChange` after each burst of their changes. `nil` when inotify cannot be
     /// used (the instances of this user are all taken): then nothing is watched.
