@@ -13,6 +13,9 @@ goes is ``vpn-changed``, once each way, and not ``network-changed``: the network
 
 import os
 import re
+import select
+import subprocess
+import time
 
 import harness
 from harness import MANAGER_IFACE, ROOT_PATH, SERVICE
@@ -142,35 +145,43 @@ def test_a_vpn_that_comes_and_goes_is_vpn_changed(tenant_lab):
 EXAMPLE = harness.daemon_binary().parent / "network-path-example"
 
 
+class Output:  # pylint: disable=too-few-public-methods
+    """A process's standard output, as lines, read while a test waits for them."""
+
+    def __init__(self, process):
+        self.process = process
+        self.lines = []
+        self.buffer = b""
+
+    def wait(self, done, what):
+        """Reads until ``done(lines)``, at most CHANGE_TIMEOUT."""
+        deadline = time.monotonic() + harness.CHANGE_TIMEOUT
+        while not done(self.lines):
+            left = deadline - time.monotonic()
+            assert left > 0, f"{what}: lines so far {self.lines}"
+            if select.select([self.process.stdout], [], [], left)[0]:
+                chunk = os.read(self.process.stdout.fileno(), 65536)
+                assert chunk, f"the program ended ({self.process.poll()}): {self.lines}"
+                self.buffer += chunk
+                *complete, self.buffer = self.buffer.split(b"\n")
+                self.lines.extend(line.decode() for line in complete)
+
+
 def test_nwpathmonitor_gets_a_new_path_on_another_network(tenant_lab):
     """network-path-example (Apple's NWPathMonitor code) through the daemon: another router behind
     the gateway's address changes nothing NWPath shows, and the monitor still delivers a new path,
     as Apple's does on a gateway change."""
-    import os  # pylint: disable=import-outside-toplevel
-    import select  # pylint: disable=import-outside-toplevel
-    import subprocess  # pylint: disable=import-outside-toplevel
-    import time  # pylint: disable=import-outside-toplevel
     lab = tenant_lab
     router(lab, ROUTER_A)
     lab.start_daemon()
     env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=lab.bus.address)
     process = subprocess.Popen(harness.Namespaces.exec_argv(lab.netns) + [str(EXAMPLE)],  # pylint: disable=consider-using-with
                                stdout=subprocess.PIPE, env=env)
-    lines = []
+    output = Output(process)
 
     def handler_lines(count, what):
-        deadline = time.monotonic() + harness.CHANGE_TIMEOUT
-        buffer = b""
-        while sum(1 for line in lines if line.startswith("handler ")) < count:
-            left = deadline - time.monotonic()
-            assert left > 0, f"{what}: lines so far {lines}"
-            if select.select([process.stdout], [], [], left)[0]:
-                chunk = os.read(process.stdout.fileno(), 65536)
-                assert chunk, f"the example ended ({process.poll()}): {lines}"
-                buffer += chunk
-                *done, buffer = buffer.split(b"\n")
-                lines.extend(line.decode() for line in done)
-        return [line for line in lines if line.startswith("handler ")]
+        output.wait(lambda lines: sum(1 for line in lines if line.startswith("handler ")) >= count, what)
+        return [line for line in output.lines if line.startswith("handler ")]
 
     try:
         first = handler_lines(1, "the first path")[0]
@@ -189,9 +200,6 @@ APP = harness.daemon_binary().parent / "reachability-example"
 def test_network_invalidation_monitor_delivers_each_reason_once(tenant_lab):
     """The Swift client's NetworkInvalidationMonitor (reachability-example --invalidations) through
     the daemon: another router, then another source address, each delivered once with its reason."""
-    import select  # pylint: disable=import-outside-toplevel
-    import subprocess  # pylint: disable=import-outside-toplevel
-    import time  # pylint: disable=import-outside-toplevel
     lab = tenant_lab
     router(lab, ROUTER_A)
     lab.start_daemon()
@@ -200,20 +208,11 @@ def test_network_invalidation_monitor_delivers_each_reason_once(tenant_lab):
     process = subprocess.Popen(harness.Namespaces.exec_argv(lab.netns)  # pylint: disable=consider-using-with
                                + [str(APP), "--daemon", "--invalidations"],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-    lines = []
+    output = Output(process)
+    lines = output.lines
 
     def wait_line(predicate, what):
-        deadline = time.monotonic() + harness.CHANGE_TIMEOUT
-        buffer = b""
-        while not any(predicate(line) for line in lines):
-            left = deadline - time.monotonic()
-            assert left > 0, f"{what}: lines so far {lines}"
-            if select.select([process.stdout], [], [], left)[0]:
-                chunk = os.read(process.stdout.fileno(), 65536)
-                assert chunk, f"the example ended ({process.poll()}): {lines}"
-                buffer += chunk
-                *done, buffer = buffer.split(b"\n")
-                lines.extend(line.decode() for line in done)
+        output.wait(lambda lines: any(predicate(line) for line in lines), what)
 
     def said():
         return [line.split(" ", 1)[1] for line in lines if line.startswith("invalidated ")]
