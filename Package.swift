@@ -130,7 +130,8 @@ let package = Package(
         .testTarget(
             name: "ReachabilityBusTests",
             dependencies: [
-                "ReachabilityBus", "ReachabilityLoop", "CDBus", .product(name: "Logging", package: "swift-log"),
+                "ReachabilityBus", "ReachabilityCore", "ReachabilityLoop", "CDBus",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ]),
         .testTarget(

@@ -3,19 +3,6 @@ import Logging
 import ReachabilityCore
 import ReachabilityLoop
 
-/// What a service connection lets its callers make it hold, per user and in all.
-public struct CallerLimits: Sendable, Equatable {
-    /// Calls waiting to be served: per user and in all, by count and by bytes.
-    public var queue = FairQueue<MethodCall>.Limits(
-        perUserItems: 4096, perUserCost: 4 * 1024 * 1024, totalItems: 8192, totalCost: 8 * 1024 * 1024)
-    /// Bytes sent to a peer after which a read receipt is asked for.
-    public var receiptAfter = 64 * 1024
-    /// Bytes a user's peers may leave unread before its calls wait.
-    public var unreadPerUser = 1024 * 1024
-
-    public init() {}
-}
-
 /// The callers of a service connection: who each is (its Unix user), the calls
 /// waiting their turn, and what each has been sent and not read.
 ///
@@ -27,7 +14,8 @@ public struct CallerLimits: Sendable, Equatable {
 /// dropped and its account closed.
 @LoopActor
 final class Callers {
-    let limits: CallerLimits
+    /// The connection's bounds (docs/hardening.md, "Flow and fairness limits").
+    let limits: Limits
     /// The Unix user of each caller still on the bus, by unique name.
     var users: [String: UserID] = [:]
     /// Calls from callers whose user is being asked for, by unique name.
@@ -51,17 +39,17 @@ final class Callers {
     /// Receipts to ask for again later, by peer (its queue in the bus was full).
     var retries: [String: SourceHandle] = [:]
 
-    init(limits: CallerLimits) {
+    init(limits: Limits) {
         self.limits = limits
-        queue = FairQueue(limits: limits.queue)
-        ledger = OutputLedger(receiptAfter: limits.receiptAfter, perUser: limits.unreadPerUser)
+        queue = FairQueue(limits: limits.callQueue())
+        ledger = limits.ledger()
+        refusals = FairQueue(limits: limits.refusalQueue())
     }
 
     func drop(_ call: MethodCall) { call.abandon() }
 
     /// Refusals not sent yet, round-robin between users (see `BusConnection.refuse`).
-    var refusals = FairQueue<LaterError>(limits: .init(
-        perUserItems: 65_536, perUserCost: 8 * 1024 * 1024, totalItems: 131_072, totalCost: 16 * 1024 * 1024))
+    var refusals: FairQueue<LaterError>
     var refusalsPeak = 0
 }
 
@@ -72,26 +60,22 @@ extension BusConnection {
     func admit(_ call: MethodCall) {
         if let user = callers.users[call.sender] { return enqueue(call, user: user) }
         if callers.unidentified[call.sender] == nil {
-            guard callers.unidentifiedCount < callers.limits.queue.totalItems else {
+            guard callers.unidentifiedCount < callers.limits.queuedCalls else {
                 return refuse(call, "the service is busy identifying \(callers.unidentifiedCount) callers")
             }
             callers.unidentified[call.sender] = []
             requestIdentity(of: call.sender)
         }
-        guard callers.unidentified[call.sender]!.count < callers.limits.queue.perUserItems else {
+        guard callers.unidentified[call.sender]!.count < callers.limits.queuedCallsPerUser else {
             return refuse(call, "too many calls sent before the service could tell who sent them")
         }
         callers.unidentified[call.sender]!.append(call)
         callers.unidentifiedCount += 1
     }
 
-    /// The most identity requests in flight: the bus allows a connection 128 calls awaiting
-    /// replies (`max_replies_per_connection`), and read receipts need their share.
-    static let identitiesInFlight = 48
-
     /// Asks for `sender`'s identity now, or once fewer requests are in flight.
     private func requestIdentity(of sender: String) {
-        guard callers.identifying < Self.identitiesInFlight else { return callers.toIdentify.append(sender) }
+        guard callers.identifying < callers.limits.identitiesInFlight else { return callers.toIdentify.append(sender) }
         callers.identifying += 1
         identify(sender)
     }
@@ -124,7 +108,7 @@ extension BusConnection {
 
     /// Starts the identity requests that waited, as many as may be in flight.
     private func identifyWaiting() {
-        while callers.identifying < Self.identitiesInFlight, let sender = callers.toIdentify.popFirst() {
+        while callers.identifying < callers.limits.identitiesInFlight, let sender = callers.toIdentify.popFirst() {
             // Gone meanwhile: its departure dropped its calls.
             guard callers.unidentified[sender] != nil else { continue }
             callers.identifying += 1
@@ -156,7 +140,7 @@ extension BusConnection {
     /// Serves a bounded batch of waiting calls, round-robin between users whose
     /// peers have read what they were sent.
     func serveCalls() {
-        for _ in 0..<64 {
+        for _ in 0..<callers.limits.callsPerTurn {
             // While answers wait to be written, each user is served once: a user who just came
             // is not made to wait for the line the others' answers made.
             let behind = isWritingBehind
@@ -169,7 +153,7 @@ extension BusConnection {
             }) else {
                 if behind && !callers.queue.isEmpty && waitForOutput() { return }
                 // A queue that has drained after a flood held memory worth giving back.
-                if callers.queue.isEmpty && callers.peakQueued >= 128 {
+                if callers.queue.isEmpty && callers.peakQueued >= callers.limits.trimAfterQueued {
                     callers.peakQueued = 0
                     Memory.trimSoon()
                 }
@@ -246,9 +230,6 @@ extension BusConnection {
         scheduleServing()
     }
 
-    /// How long a read receipt is waited for (ms): a peer that reads answers in microseconds.
-    static let receiptTimeout: Int32 = 5_000
-
     /// Sends `peer` a `Peer.Ping`: its answer (any answer from the peer itself) means it
     /// has read everything sent to it before. Wraps `dbus_connection_send_with_reply`.
     private func askReceipt(from peer: String) {
@@ -257,7 +238,7 @@ extension BusConnection {
         else { return }
         defer { dbus_message_unref(ping) }
         var pending: OpaquePointer?
-        guard dbus_connection_send_with_reply(raw, ping, &pending, Self.receiptTimeout) != 0, let pending else {
+        guard dbus_connection_send_with_reply(raw, ping, &pending, Int32(callers.limits.receiptTimeout)) != 0, let pending else {
             return
         }
         askQueue(of: peer, receipt: id)
@@ -304,7 +285,7 @@ extension BusConnection {
         // What it read has been written and freed, which after a large reply is worth giving back.
         let before = callers.ledger.unread(by: callers.users[peer] ?? 0)
         if callers.ledger.receiptArrived(from: peer, receipt: id) { askReceipt(from: peer) }
-        if before - callers.ledger.unread(by: callers.users[peer] ?? 0) >= 256 * 1024 { Memory.trimSoon() }
+        if before - callers.ledger.unread(by: callers.users[peer] ?? 0) >= callers.limits.trimAfterRead { Memory.trimSoon() }
         ledgerChanged(for: peer)
     }
 
@@ -325,8 +306,7 @@ extension BusConnection {
                 socket can make the bus stop reading the service
                 """)
             callers.receiptsAllowed = false
-            callers.ledger = OutputLedger(receiptAfter: callers.limits.receiptAfter,
-                                          perUser: callers.limits.unreadPerUser)
+            callers.ledger = callers.limits.ledger()
             for peer in Array(tree.withheld.keys) { tree.resume(peer) }
             scheduleServing()
         case BusError.noReply, nil:
@@ -336,7 +316,7 @@ extension BusConnection {
             // Unless the answer may still wait behind what the bus wrote to the service (another
             // user's flood): a flood's victim was taken for a non-reader, and its calls dropped
             // until its next receipt came through the same queue. Asked again a second later.
-            if isReadingBehind { return retryReceipt(of: peer, seconds: 1) }
+            if isReadingBehind { return retryReceipt(of: peer, seconds: callers.limits.receiptRetry) }
             if callers.ledger.receiptLost(from: peer, receipt: id, now: now) {
                 logger.debug("\(peer) did not answer a read receipt; its calls are dropped while it owes one")
                 askReceipt(from: peer)
@@ -353,15 +333,16 @@ extension BusConnection {
             if !oursToo && !callers.ledger.receiptLost(from: peer, receipt: id, now: now) {
                 return ledgerChanged(for: peer)
             }
-            retryReceipt(of: peer, seconds: oursToo ? 1 : 10)
+            retryReceipt(of: peer,
+                         seconds: oursToo ? callers.limits.receiptRetry : callers.limits.receiptRetryQueueFull)
         default:
             break  // It left (ServiceUnknown, NameHasNoOwner): its departure closes its account.
         }
     }
 
     /// Asks `peer` for its receipt again in `seconds`, not in a loop.
-    private func retryReceipt(of peer: String, seconds: UInt32) {
-        callers.retries[peer] = Sources.every(seconds: seconds) { [unowned self] in
+    private func retryReceipt(of peer: String, seconds: Int) {
+        callers.retries[peer] = Sources.every(seconds: UInt32(seconds)) { [unowned self] in
             self.callers.retries[peer] = nil
             self.askReceipt(from: peer)
             return false

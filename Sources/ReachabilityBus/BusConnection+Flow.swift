@@ -16,29 +16,23 @@ import ReachabilityLoop
 /// - queued calls are served only while the answers already made are leaving: answers the
 ///   bus has not taken wait in one line, in order, ahead of the answer to that other call.
 ///   Serving resumes when the socket can be written to again — an event, not a timer;
-/// - a serving connection's socket holds only a few answers (`sendBuffer`), so that line is
+/// - a serving connection's socket holds only a few answers (`Limits.sendBuffer`), so that line is
 ///   short where nothing can reorder it.
 extension BusConnection {
-    /// Messages dispatched in one turn of the loop at most, so that a flood cannot starve
-    /// NetworkManager, netlink or the timers.
-    static let dispatchBatch = 256
-    /// Reads ahead in one turn at most (libdbus reads about 2 KiB a time: 256 KiB).
-    static let readsPerTurn = 128
-    /// Messages dispatched in a turn after which the rest is read ahead: below it the
-    /// connection is not flooded, and a call is served as soon as it is read.
-    static let floodedAfter = 8
-    /// Bytes in libdbus's outgoing queue beyond which queued calls wait: the socket is
-    /// full (libdbus writes into it at once, and keeps only what it did not take).
-    static let outgoingBehind = 4 * 1024
+    // The bounds (`limits`): `dispatchBatch` messages a turn, so that a flood cannot starve
+    // NetworkManager, netlink or the timers; `readsPerTurn` reads ahead (libdbus reads about
+    // 2 KiB a time); read ahead only after `floodedAfter` messages in a turn (below it a call is
+    // served as soon as it is read); behind past `outgoingBehind` bytes in libdbus's outgoing
+    // queue (the socket is full: libdbus writes into it at once and keeps only what it did not take).
 
     /// Dispatches what libdbus has read, reading ahead while calls keep coming; then, if
     /// anything is left, comes back in the next turn of the loop.
     func dispatchTurn() {
         var dispatched = 0
         var reads = 0
-        while dispatched < Self.dispatchBatch {
+        while dispatched < limits.dispatchBatch {
             if dbus_connection_get_dispatch_status(raw) != DBUS_DISPATCH_DATA_REMAINS {
-                guard dispatched >= Self.floodedAfter, reads < Self.readsPerTurn, bytesWaitingToBeRead > 0 else {
+                guard dispatched >= limits.floodedAfter, reads < limits.readsPerTurn, bytesWaitingToBeRead > 0 else {
                     return
                 }
                 reads += 1
@@ -59,7 +53,7 @@ extension BusConnection {
     }
 
     /// Whether the answers already made wait to be written (the socket is full).
-    var isWritingBehind: Bool { dbus_connection_get_outgoing_size(raw) > Self.outgoingBehind }
+    var isWritingBehind: Bool { dbus_connection_get_outgoing_size(raw) > limits.outgoingBehind }
 
     /// Serving waits until the socket can be written to; then what is queued is served
     /// again. False when there is no socket to watch (not expected of a bus connection):
@@ -91,18 +85,16 @@ extension BusConnection {
         return ioctl(fd, UInt(FIONREAD), &count) == 0 ? count : 0
     }
 
-    /// The socket's send buffer a serving connection asks for (the kernel doubles it, and
+    /// The socket's send buffer a serving connection asks for (`limits.sendBuffer`; the kernel doubles it, and
     /// charges each message's bookkeeping to it): a few answers. An answer the bus has not
     /// read waits there, in line, ahead of every later one — with the default (208 KiB) a
     /// few hundred of a flooding caller's answers were ahead of another user's. A smaller
     /// buffer keeps that line in libdbus's queue instead, where `isWritingBehind` sees it and
     /// the callers' queue decides what is answered next. Throughput is the bus's either way.
-    static let sendBuffer: Int32 = 4 * 1024
-
-    /// Makes the socket's send buffer `sendBuffer`. Wraps `setsockopt(SO_SNDBUF)`.
+    /// Makes the socket's send buffer that. Wraps `setsockopt(SO_SNDBUF)`.
     func limitSendBuffer() {
         guard let fd = socket else { return }
-        var size = Self.sendBuffer
+        var size = Int32(limits.sendBuffer)
         _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
     }
 

@@ -1,4 +1,5 @@
 import CDBus
+import ReachabilityCore
 import ReachabilityLoop
 
 /// What a peer can make the connection hold before its call is even decoded: the file
@@ -10,30 +11,21 @@ import ReachabilityLoop
 ///   carrying any is answered at once with `InvalidArgs`, and its message — which owns the
 ///   descriptors — is released at the end of its dispatch, which closes them. Calls read but
 ///   not yet dispatched are bounded by `maxReceivedDescriptors`: past it libdbus stops
-///   reading until they are dispatched.
+///   reading until they are dispatched (`Limits.receivedDescriptors`).
 /// - **Size.** libdbus reads a message whole before anyone sees it (up to the bus's
 ///   maximum, 32 MiB); the service's largest argument is a host name. A call whose
-///   arguments exceed `maxArguments` is answered with `InvalidArgs` without being decoded:
+///   arguments exceed `Limits.argumentBytes` is answered with `InvalidArgs` without being decoded:
 ///   the size is found by walking the message up to that bound, not by copying it.
 extension BusConnection {
-    /// Descriptors libdbus may hold in messages read and not yet dispatched; libdbus stops
-    /// reading past it (its default, 4,096, is more than a process's default limit of 1,024).
-    nonisolated static let maxReceivedDescriptors = 256
-    /// Descriptors one message may carry: the kernel's most for one `sendmsg` (`SCM_MAX_FD`),
-    /// so that no message the bus passes can make libdbus take the connection for corrupt.
-    nonisolated static let maxMessageDescriptors = 253
-    /// The most descriptors a peer can make the process hold at once: what libdbus may hold,
-    /// plus the message read when it reached that.
-    public nonisolated static let peerDescriptorBound = maxReceivedDescriptors + maxMessageDescriptors
-    /// The largest arguments a call may have: far more than any call of the contract
-    /// (a host name is at most 253 bytes), far less than the bus's 32 MiB.
-    nonisolated static let maxArguments = 64 * 1024
+    /// The most descriptors a peer can make the process hold at once with the standard limits:
+    /// what libdbus may hold, plus the message read when it reached that.
+    public nonisolated static let peerDescriptorBound = Limits.standard.peerDescriptorBound
 
     /// Sets libdbus's bounds on what it reads ahead. Wraps
     /// `dbus_connection_set_max_received_unix_fds` and `dbus_connection_set_max_message_unix_fds`.
     func boundIntake() {
-        dbus_connection_set_max_message_unix_fds(raw, Self.maxMessageDescriptors)
-        dbus_connection_set_max_received_unix_fds(raw, Self.maxReceivedDescriptors)
+        dbus_connection_set_max_message_unix_fds(raw, limits.messageDescriptors)
+        dbus_connection_set_max_received_unix_fds(raw, limits.receivedDescriptors)
     }
 
     /// Why `message` is refused before it is decoded, or `nil`. Wraps
@@ -42,10 +34,10 @@ extension BusConnection {
         if dbus_message_contains_unix_fds(message) != 0 {
             return .invalidArgs("file descriptors are not accepted: no method of this service takes one")
         }
-        if MessageCodec.bodyExceeds(message, Self.maxArguments) {
+        if MessageCodec.bodyExceeds(message, limits.argumentBytes) {
             Memory.trimSoon()
             return .invalidArgs("""
-                the arguments are larger than \(Self.maxArguments / 1024) KiB; \
+                the arguments are larger than \(limits.argumentBytes / 1024) KiB; \
                 no method of this service takes more than a host name
                 """)
         }

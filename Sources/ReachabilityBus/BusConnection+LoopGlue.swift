@@ -1,6 +1,7 @@
 import CDBus
 import CGLib
 import Glibc
+import ReachabilityCore
 import ReachabilityLoop
 
 /// libdbus watch and timeout callbacks on GLib sources. The source id is kept
@@ -27,8 +28,9 @@ enum LoopGlue {
     /// The libdbus connection of each watch (the data given to `dbus_connection_set_watch_functions`).
     static var connections: [OpaquePointer: OpaquePointer] = [:]
 
-    /// Reads at most this many times more in one readable event while a message is read.
-    static let readsPerMessageTurn = 256
+    /// Each connection's reads at most in one readable event while a message is read
+    /// (`Limits.readsPerMessageTurn`), by libdbus connection.
+    static var readsPerMessageTurn: [OpaquePointer: Int] = [:]
 
     nonisolated static let toggleWatch: DBusWatchToggledFunction = { watch, _ in
         LoopActor.assumeIsolated(watch!) { watch in
@@ -78,14 +80,15 @@ enum LoopGlue {
     /// here it takes about 25 turns of 1 MiB. Stops at the first whole message (served as
     /// before) and when libdbus stops reading (its bounds on what it holds).
     static func readOn(_ watch: OpaquePointer, _ connection: OpaquePointer) {
+        let most = readsPerMessageTurn[connection] ?? Limits.standard.readsPerMessageTurn
         var reads = 0
-        while reads < readsPerMessageTurn {
+        while reads < most {
             // (A watch libdbus removed meanwhile — it disconnected — is no longer in `connections`.)
             guard connections[watch] == connection else { return }
             var waiting: Int32 = 0
             guard ioctl(dbus_watch_get_unix_fd(watch), UInt(FIONREAD), &waiting) == 0, waiting > 0 else { return }
             // What waits, in libdbus's reads of 4 KiB, with no more system calls of ours between them.
-            for _ in 0..<min(readsPerMessageTurn - reads, (Int(waiting) + 4095) / 4096) {
+            for _ in 0..<min(most - reads, (Int(waiting) + 4095) / 4096) {
                 guard connections[watch] == connection, dbus_watch_get_enabled(watch) != 0,
                     dbus_connection_get_dispatch_status(connection) == DBUS_DISPATCH_COMPLETE
                 else { return }

@@ -15,8 +15,6 @@ import ReachabilityLoop
 extension BusConnection {
     /// The user refusals are charged to while their caller is not identified yet.
     static let unidentifiedUser = UserID.max
-    /// Refusals sent in one turn at most.
-    static let refusalsPerTurn = 256
 
     func scheduleServing() {
         guard callers.serveIdle == nil, !callers.queue.isEmpty || !callers.refusals.isEmpty else { return }
@@ -68,13 +66,13 @@ extension BusConnection {
     /// when the socket can be written to, or in the next turn.
     func sendRefusals() {
         var sent = 0
-        while sent < Self.refusalsPerTurn, !isWritingBehind, let (_, later) = callers.refusals.next() {
+        while sent < limits.refusalsPerTurn, !isWritingBehind, let (_, later) = callers.refusals.next() {
             sendRefusal(later)
             sent += 1
         }
         guard !callers.refusals.isEmpty else {
             // A line of refusals that has drained held memory worth giving back.
-            if sent > 0, callers.refusalsPeak >= Self.refusalsPerTurn { Memory.trimSoon() }
+            if sent > 0, callers.refusalsPeak >= limits.refusalsPerTurn { Memory.trimSoon() }
             callers.refusalsPeak = 0
             return
         }

@@ -1,6 +1,7 @@
 import CDBus
 import CGLib
 import Logging
+import ReachabilityCore
 import ReachabilityLoop
 
 /// A private libdbus connection driven by the GLib main loop, exporting
@@ -28,8 +29,10 @@ public final class BusConnection {
     /// Signal handlers by subscription number, called in subscription order.
     var signalHandlers: [Int: (OpaquePointer) -> Void] = [:]
     var nextSubscription = 0
+    /// The bounds of the connection's flow and fairness (docs/hardening.md, "Flow and fairness limits").
+    let limits: Limits
     /// Who calls the exported objects, what waits, and what each has not read.
-    let callers = Callers(limits: CallerLimits())
+    let callers: Callers
     var departuresTracked = false
     /// Called for every name that loses its owner, after the connection has closed the
     /// accounts of a unique name that left.
@@ -46,10 +49,12 @@ public final class BusConnection {
     /// Called when the connection to the bus is lost.
     public var onDisconnected: (() -> Void)?
 
-    /// Connects and registers with the bus; logs to `logger`. Wraps `dbus_bus_get_private`,
-    /// `dbus_connection_open_private` and `dbus_bus_register`.
-    public init(_ address: Address, logger: Logger) throws(BusError) {
+    /// Connects and registers with the bus; logs to `logger`; bounds its flow by `limits`.
+    /// Wraps `dbus_bus_get_private`, `dbus_connection_open_private` and `dbus_bus_register`.
+    public init(_ address: Address, logger: Logger, limits: Limits = .standard) throws(BusError) {
         self.logger = logger
+        self.limits = limits
+        callers = Callers(limits: limits)
         tree = ObjectTree(machineID: BusConnection.machineID, logger: logger)
         var error = DBusError()
         dbus_error_init(&error)
@@ -87,6 +92,7 @@ public final class BusConnection {
         dbus_connection_set_watch_functions(raw, nil, nil, nil, nil, nil)
         dbus_connection_set_timeout_functions(raw, nil, nil, nil, nil, nil)
         dbus_connection_set_dispatch_status_function(raw, nil, nil, nil)
+        LoopGlue.readsPerMessageTurn[raw] = nil
         dbus_connection_close(raw)
         dbus_connection_unref(raw)
     }
@@ -205,6 +211,7 @@ public final class BusConnection {
 
     /// libdbus tells us which fds and timeouts to watch; GLib watches them.
     private func attachToMainLoop() {
+        LoopGlue.readsPerMessageTurn[raw] = limits.readsPerMessageTurn
         dbus_connection_set_watch_functions(raw, LoopGlue.addWatch, LoopGlue.removeWatch, LoopGlue.toggleWatch,
                                             UnsafeMutableRawPointer(raw), nil)
         dbus_connection_set_timeout_functions(raw, LoopGlue.addTimeout, LoopGlue.removeTimeout,

@@ -63,7 +63,8 @@ public struct OutputLedger: Sendable {
     /// Per user: how many receipts were forgiven since one was answered, and when the next may be.
     private var forgiveness: [UserID: (count: Int, next: UInt64)] = [:]
 
-    public init(receiptAfter: Int = 64 * 1024, perUser: Int = 1024 * 1024, forgivenessAfter: UInt64 = 5_000_000) {
+    public init(receiptAfter: Int = Limits.standard.receiptAfter, perUser: Int = Limits.standard.unreadPerUser,
+                forgivenessAfter: UInt64 = UInt64(Limits.standard.forgivenessAfter)) {
         precondition(receiptAfter > 0 && perUser >= receiptAfter, "the user's share must hold one receipt's worth")
         self.receiptAfter = receiptAfter
         self.perUser = perUser

@@ -1,4 +1,5 @@
 import CDBus
+import ReachabilityCore
 import Testing
 @testable import ReachabilityBus
 
@@ -41,7 +42,7 @@ struct CodecTests {
 
     @Test("a body's size is told without decoding it, and no call of the contract comes near the limit")
     func bodySize() {
-        let limit = BusConnection.maxArguments
+        let limit = Limits.standard.argumentBytes
         // The contract's calls: a host name, an address, a property name, Set's value.
         #expect(!exceeds([.string(String(repeating: "a", count: 253))], limit))
         #expect(!exceeds([.string("io.github.reachabilityd.Reachability1.Target"), .string("Flags"),
