@@ -22,16 +22,17 @@ final class ResolverConfigurationWatch {
     private var source: SourceHandle?
     /// Each watched directory, by watch descriptor, with the names in it that are the files.
     private var directories: [Int32: Set<String>] = [:]
-    /// The files' own watches (the inodes the paths lead to).
-    private var files: Set<Int32> = []
+    /// The files' own watches (the inodes the paths lead to), with the path of each.
+    private var files: [Int32: String] = [:]
     private let onChange: () -> Void
 
     private static let directoryEvents = UInt32(IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
         | UInt32(IN_ONLYDIR)
-    /// Written and closed. Not each write (`IN_MODIFY`): a file rewritten in place (`cat >`,
-    /// Python's `write_text`) is truncated first, and read between the two it named no server —
-    /// one change would be told as two, the first of them wrong.
-    private static let fileEvents = UInt32(IN_CLOSE_WRITE)
+    /// Written and closed, or written by a writer that keeps it open. A write that leaves the
+    /// file empty is no change until it is closed: a file rewritten in place (`cat >`, Python's
+    /// `write_text`) is truncated first, and read in between it named no server — one change
+    /// would be told as two, the first of them wrong.
+    private static let fileEvents = UInt32(IN_CLOSE_WRITE | IN_MODIFY)
 
     /// Watches `paths`; `onChange` after each burst of their changes. `nil` when inotify cannot be
     /// used (the instances of this user are all taken): then nothing is watched.
@@ -58,7 +59,7 @@ final class ResolverConfigurationWatch {
     /// of what they no longer are. Wraps `inotify_add_watch(2)` and `inotify_rm_watch(2)`.
     private func watch() {
         var wanted: [Int32: Set<String>] = [:]
-        var newFiles: Set<Int32> = []
+        var newFiles: [Int32: String] = [:]
         for path in paths {
             for path in [path] + (Self.target(of: path).map { [$0] } ?? []) {
                 // A directory not made yet (a link into /run/systemd/resolve/ before
@@ -77,12 +78,12 @@ final class ResolverConfigurationWatch {
                 }
             }
             if case .success(let wd) = Syscall.call({ inotify_add_watch(fd, path, Self.fileEvents) }) {
-                newFiles.insert(wd)
+                newFiles[wd] = path
             }
         }
         // One inode watched twice (a directory, a file) is one descriptor: the last mask wins.
-        for wd in directories.keys where wanted[wd] == nil && !newFiles.contains(wd) { inotify_rm_watch(fd, wd) }
-        for wd in files where !newFiles.contains(wd) && wanted[wd] == nil { inotify_rm_watch(fd, wd) }
+        for wd in directories.keys where wanted[wd] == nil && newFiles[wd] == nil { inotify_rm_watch(fd, wd) }
+        for wd in files.keys where newFiles[wd] == nil && wanted[wd] == nil { inotify_rm_watch(fd, wd) }
         directories = wanted
         files = newFiles
     }
@@ -100,6 +101,13 @@ final class ResolverConfigurationWatch {
         }
         let link = String(decoding: buffer[..<count], as: UTF8.self)
         return link.hasPrefix("/") ? link : split(path).directory + "/" + link
+    }
+
+    /// Whether the file at `path` holds nothing (truncated by a writer not done yet). Wraps `stat(2)`.
+    private static func isEmpty(_ path: String) -> Bool {
+        var status = stat()
+        guard case .success = Syscall.call({ stat(path, &status) }) else { return false }
+        return status.st_size == 0
     }
 
     /// A path's directory and last name.
@@ -124,7 +132,9 @@ final class ResolverConfigurationWatch {
                     let length = Int(raw.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
                     let name = String(decoding: raw[(offset + 16)..<min(count, offset + 16 + length)].prefix { $0 != 0 },
                                       as: UTF8.self)
-                    if mask & UInt32(IN_Q_OVERFLOW) != 0 || files.contains(wd) || directories[wd]?.contains(name) == true {
+                    if mask & UInt32(IN_Q_OVERFLOW) != 0 || directories[wd]?.contains(name) == true {
+                        changed = true
+                    } else if let path = files[wd], mask & UInt32(IN_CLOSE_WRITE) != 0 || !Self.isEmpty(path) {
                         changed = true
                     }
                     offset += 16 + length

@@ -133,6 +133,21 @@ struct ResolverConfigurationWatchTests {
         #expect(await file.changes { _ = "192.0.2.21 more.test\n".withCString { Glibc.write(fd, $0, strlen($0)) } } == 1)
     }
 
+    @Test("rewritten in place: the truncation before the write is no change, the written file is")
+    @LoopActor func truncatedFirst() async throws {
+        let file = try WatchedFile()
+        defer { file.remove() }
+        file.start()
+        defer { file.stop() }
+        let fd = open(file.path, O_WRONLY | O_TRUNC | O_CLOEXEC)
+        #expect(fd >= 0)
+        #expect(await file.changes { _ = ftruncate(fd, 0) } == 0, "empty while its writer is not done")
+        #expect(await file.changes {
+            _ = "nameserver 192.0.2.4\n".withCString { Glibc.write(fd, $0, strlen($0)) }
+            close(fd)
+        } == 1)
+    }
+
     @Test("a symbolic link: its target replaced in the target's directory is a change")
     @LoopActor func symbolicLink() async throws {
         let file = try WatchedFile(linked: true)
