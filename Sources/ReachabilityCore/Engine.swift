@@ -49,6 +49,9 @@ public enum Engine {
         }
         guard link.isUp else { return .unreachable(family, Cause(.linkDown, "\(link.name) is down")) }
         guard link.isUsable else { return .unreachable(family, Cause(.noCarrier, "no carrier on \(link.name)")) }
+        guard route.kind == .local || !link.lacksNeighbourResolution else {
+            return .unreachable(family, Cause(.noNeighbour, "ARP is off on \(link.name)"))
+        }
         if let cause = sourceCause(family: family, route: route, destination: destination, facts: facts) {
             return .unreachable(family, cause)
         }

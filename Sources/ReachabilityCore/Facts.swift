@@ -87,6 +87,8 @@ public struct LinkFact: Sendable, Hashable {
     public var isTunnel: Bool
     /// `IFF_POINTOPOINT`: whatever is routed through the link leaves the machine.
     public var isPointToPoint: Bool
+    /// `IFF_NOARP`: the kernel resolves no neighbour (ARP, IPv6 ND) on the link.
+    public var hasNoARP: Bool
     /// The link's group (`IFLA_GROUP`, `ip link set X group N`): rules select by it.
     public var group: UInt32
     /// The link's master's index (`IFLA_MASTER`: a bridge, bond or VRF), 0 when none.
@@ -94,8 +96,10 @@ public struct LinkFact: Sendable, Hashable {
 
     public init(
         index: Int32, name: String, isUp: Bool, hasCarrier: Bool, operState: OperState,
-        kernelType: InterfaceType, isTunnel: Bool, isPointToPoint: Bool = false, group: UInt32 = 0, master: Int32 = 0
+        kernelType: InterfaceType, isTunnel: Bool, isPointToPoint: Bool = false, group: UInt32 = 0, master: Int32 = 0,
+        hasNoARP: Bool = false
     ) {
+        self.hasNoARP = hasNoARP
         self.group = group
         self.master = master
         self.isPointToPoint = isPointToPoint
@@ -110,6 +114,14 @@ public struct LinkFact: Sendable, Hashable {
 
     /// Packets can leave through this link: up, with carrier, operstate up or unknown.
     public var isUsable: Bool { isUp && hasCarrier && operState != .down }
+
+    /// A broadcast link with ARP off: the kernel resolves no next hop on it (new
+    /// neighbour entries are `NUD_NOARP` with the link's own address), so nothing
+    /// routed through it arrives. Point-to-point links, tunnels and loopback need
+    /// no neighbour.
+    public var lacksNeighbourResolution: Bool {
+        hasNoARP && !isPointToPoint && !isTunnel && kernelType != .loopback
+    }
 }
 
 /// One address configured on a link (`RTM_NEWADDR`), with what decides whether

@@ -12,6 +12,9 @@ public enum Reason: String, Sendable, Hashable, CaseIterable {
     /// The route leaves through a link that is up without carrier (`IFF_LOWER_UP`
     /// unset, or operstate down).
     case noCarrier = "no-carrier"
+    /// The route leaves through a broadcast link with ARP off (`IFF_NOARP`): the
+    /// kernel resolves no neighbour on it, so no packet reaches the next hop.
+    case noNeighbour = "no-neighbour"
     /// The route is there, but the kernel's answer has no source address a packet
     /// can leave with (tentative or DAD-failed, link-local, loopback, none).
     case noSourceAddress = "no-source-address"
@@ -39,9 +42,10 @@ public enum Reason: String, Sendable, Hashable, CaseIterable {
         case .rejected: 1
         case .linkDown: 2
         case .noCarrier: 3
-        case .noUnderlay: 4
-        case .noSourceAddress: 5
-        case .interfaceProhibited, .connecting, .needsAuth, .lookupFailed, .portal: 6
+        case .noNeighbour: 4
+        case .noUnderlay: 5
+        case .noSourceAddress: 6
+        case .interfaceProhibited, .connecting, .needsAuth, .lookupFailed, .portal: 7
         }
     }
 }

@@ -14,6 +14,7 @@
 /// | link's group, name or master changed | `ip rule` selects by them (`suppress_ifgroup`, `oif`/`iif` by name, `l3mdev`), without a rule event | every answer |
 /// | link down, or carrier lost | IPv4 flushes the link's routes and next-hop objects without `RTM_DELROUTE`/`RTM_DELNEXTHOP`, and a multipath route is rebalanced over its live next hops | every answer |
 /// | link up, or carrier back | dead next hops revive, silently | every answer |
+/// | ARP switched off or on (`IFF_NOARP`) | the kernel stops, or starts, resolving next hops on the link | every answer |
 /// | neighbour state of a followed gateway | with several default routes the kernel prefers a gateway whose neighbour is not failed (IPv4 `fib_select_default`, IPv6 router reachability) | every answer |
 /// | neighbour of any other address | cannot move an answer | none |
 /// | `ignore_routes_with_linkdown` switched (`RTM_NEWNETCONF`) | routes through links without carrier are used, or skipped, from then on | every answer |
@@ -22,8 +23,9 @@
 /// | events lost (`ENOBUFS`) | anything may have changed | every answer |
 public enum KernelEvent: Sendable, Equatable {
     /// `RTM_NEWLINK` with the link's `IFF_UP` and carrier (`IFF_LOWER_UP`) bits, and what
-    /// policy rules select links by (`nil`: not told, not compared).
-    case link(index: Int32, isUp: Bool, hasCarrier: Bool, selectors: LinkSelectors? = nil)
+    /// policy rules select links by (`nil`: not told, not compared), and its `IFF_NOARP`
+    /// bit (`nil`: not told, not compared).
+    case link(index: Int32, isUp: Bool, hasCarrier: Bool, selectors: LinkSelectors? = nil, hasNoARP: Bool? = nil)
     /// `RTM_DELLINK`.
     case linkRemoved(index: Int32)
     /// A route, policy rule, next-hop object or address was added or removed.
@@ -107,7 +109,7 @@ public struct RouteInvalidation: Sendable, Equatable {
 /// link's last up and carrier bits (so that an event that changes neither is not
 /// taken for a change), and the gateways to follow with their last neighbour state.
 public struct StalenessClassifier: Sendable {
-    private var linkState: [Int32: (isUp: Bool, hasCarrier: Bool, selectors: LinkSelectors?)] = [:]
+    private var linkState: [Int32: (isUp: Bool, hasCarrier: Bool, selectors: LinkSelectors?, hasNoARP: Bool?)] = [:]
     /// The gateways whose neighbour state can move an answer: those of the cached
     /// answers, and those they replaced (a gateway that failed and was left can come
     /// back), with the last state seen (`nil`: none seen yet).
@@ -128,8 +130,15 @@ public struct StalenessClassifier: Sendable {
 
     /// The same, with what rules select each link by.
     public mutating func seed(links: [(index: Int32, isUp: Bool, hasCarrier: Bool, selectors: LinkSelectors?)]) {
+        seed(links: links.map { ($0.index, $0.isUp, $0.hasCarrier, $0.selectors, nil) })
+    }
+
+    /// The same, with each link's `IFF_NOARP` bit.
+    public mutating func seed(
+        links: [(index: Int32, isUp: Bool, hasCarrier: Bool, selectors: LinkSelectors?, hasNoARP: Bool?)]
+    ) {
         for link in links where linkState[link.index] == nil {
-            linkState[link.index] = (link.isUp, link.hasCarrier, link.selectors)
+            linkState[link.index] = (link.isUp, link.hasCarrier, link.selectors, link.hasNoARP)
         }
     }
 
@@ -157,9 +166,9 @@ public struct StalenessClassifier: Sendable {
         case .linkRemoved(let index):
             linkState[index] = nil
             return RouteInvalidation(links: [index])
-        case .link(let index, let isUp, let hasCarrier, let selectors):
+        case .link(let index, let isUp, let hasCarrier, let selectors, let hasNoARP):
             let previous = linkState[index]
-            linkState[index] = (isUp, hasCarrier, selectors ?? previous?.selectors)
+            linkState[index] = (isUp, hasCarrier, selectors ?? previous?.selectors, hasNoARP ?? previous?.hasNoARP)
             // A new link: answers can only have named it by index after it existed.
             guard let previous else { return RouteInvalidation(links: [index]) }
             // Down or up, carrier lost or back: the kernel flushes or revives routes and
@@ -167,6 +176,8 @@ public struct StalenessClassifier: Sendable {
             if previous.isUp != isUp || previous.hasCarrier != hasCarrier { return RouteInvalidation(all: true) }
             // A rule may select the link by group, name or master: any answer may move.
             if let selectors, let before = previous.selectors, selectors != before { return RouteInvalidation(all: true) }
+            // ARP off or on: next hops on the link stop, or start, being resolved.
+            if let hasNoARP, let before = previous.hasNoARP, hasNoARP != before { return RouteInvalidation(all: true) }
             return RouteInvalidation()
         case .neighbour(let address, let state, let linkLayer):
             guard let last = gateways[address] else {

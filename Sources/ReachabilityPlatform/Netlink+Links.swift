@@ -43,7 +43,8 @@ extension Netlink {
             operState: operState, kernelType: type, isTunnel: tunnel,
             isPointToPoint: info.ifi_flags & UInt32(IFF_POINTOPOINT) != 0,
             group: Self.int32(attrs[UInt16(IFLA_GROUP)]).map { UInt32(bitPattern: $0) } ?? 0,
-            master: Self.int32(attrs[UInt16(IFLA_MASTER)]) ?? 0)
+            master: Self.int32(attrs[UInt16(IFLA_MASTER)]) ?? 0,
+            hasNoARP: info.ifi_flags & UInt32(IFF_NOARP) != 0)
     }
 
     /// The type the kernel tells: ARPHRD, the link kind, and sysfs `DEVTYPE` / `wireless`.

@@ -96,7 +96,8 @@ public final class NetlinkMonitor {
     /// about this link changed".
     public func seed(_ links: [Int32: LinkFact]) {
         classifier.seed(links: links.values.map {
-            ($0.index, $0.isUp, $0.hasCarrier, LinkSelectors(name: $0.name, group: $0.group, master: $0.master))
+            ($0.index, $0.isUp, $0.hasCarrier, LinkSelectors(name: $0.name, group: $0.group, master: $0.master),
+             $0.hasNoARP)
         })
     }
 
@@ -118,7 +119,8 @@ public final class NetlinkMonitor {
                               master: Netlink.int32(attrs[UInt16(IFLA_MASTER)]) ?? 0)
             }
             return .link(index: info.ifi_index, isUp: info.ifi_flags & UInt32(IFF_UP) != 0,
-                         hasCarrier: info.ifi_flags & reach_iff_lower_up() != 0, selectors: selectors)
+                         hasCarrier: info.ifi_flags & reach_iff_lower_up() != 0, selectors: selectors,
+                         hasNoARP: info.ifi_flags & UInt32(IFF_NOARP) != 0)
         case Int32(RTM_NEWNEIGH), Int32(RTM_DELNEIGH):
             guard body.count >= MemoryLayout<ndmsg>.size else { return .other }
             let message = body.withUnsafeBytes { $0.loadUnaligned(as: ndmsg.self) }

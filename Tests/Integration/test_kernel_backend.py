@@ -464,6 +464,26 @@ def test_address_removed_and_added_back(online):
     recorder.assert_announced(mark)
 
 
+def test_arp_off_and_on(online):
+    """ARP switched off on kveth0 (``ip link set kveth0 arp off``, IFF_NOARP): the kernel resolves
+    no neighbour there, so nothing reaches the gateway; not reachable, Reason no-neighbour. ARP on
+    again: reachable. One StatusChanged per change, with no route or carrier event between."""
+    lab, recorder = online.lab, online.recorder
+    mark = recorder.mark()
+
+    lab.ip_a("link", "set", UPLINK, "arp", "off")
+    recorder.wait_answer(dict(KERNEL_OFFLINE, Reason="no-neighbour", Error=f"ARP is off on {UPLINK}"),
+                         "not reachable with ARP off on kveth0", mark=mark)
+    assert "NOARP" in lab.ip_a("link", "show", UPLINK).stdout, "the kernel did not take arp off"
+
+    lab.ip_a("link", "set", UPLINK, "arp", "on")
+    recorder.wait_answer(KERNEL_CONNECTED, "reachable with ARP on again", mark=mark)
+
+    online.sync()
+    assert recorder.status_changes(mark) == [(0, 0), (2, REACHABLE)], recorder.describe(mark)
+    recorder.assert_announced(mark)
+
+
 def route_get(lab: KernelLab, destination: str = "8.8.8.8") -> str:
     """What ``ip route get`` says in A: the kernel's own answer, to check the daemon against."""
     answer = lab.ip_a("route", "get", destination, check=False)

@@ -37,6 +37,11 @@ struct RouteStalenessTests {
         #expect(classifier.classify(.link(index: 3, isUp: true, hasCarrier: true,
                                           selectors: LinkSelectors(name: "wan0", group: 5))).all, "renamed")
         #expect(classifier.classify(.link(index: 3, isUp: true, hasCarrier: true)).isEmpty, "not told: not compared")
+        // ARP switched off, then on: next hops stop, then start, being resolved.
+        #expect(classifier.classify(.link(index: 3, isUp: true, hasCarrier: true, hasNoARP: false)).isEmpty, "first told")
+        #expect(classifier.classify(.link(index: 3, isUp: true, hasCarrier: true, hasNoARP: true)).all)
+        #expect(classifier.classify(.link(index: 3, isUp: true, hasCarrier: true, hasNoARP: true)).isEmpty)
+        #expect(classifier.classify(.link(index: 3, isUp: true, hasCarrier: true, hasNoARP: false)).all)
     }
 
     @Test("a new link, a removed link: the answers through it")

@@ -100,6 +100,8 @@ struct ReasonTests {
                                kernelType: .ethernet, isTunnel: false), .linkDown),
             (gateway, LinkFact(index: 2, name: "eth0", isUp: true, hasCarrier: false, operState: .down,
                                kernelType: .ethernet, isTunnel: false), .noCarrier),
+            (gateway, LinkFact(index: 2, name: "eth0", isUp: true, hasCarrier: true, operState: .up,
+                               kernelType: .ethernet, isTunnel: false, hasNoARP: true), .noNeighbour),
             (gateway, LinkFact(index: 2, name: "tun0", isUp: true, hasCarrier: true, operState: .unknown,
                                kernelType: .other, isTunnel: true), .noUnderlay),
           ])
@@ -109,6 +111,18 @@ struct ReasonTests {
         let target = Engine.evaluateInternet(state)
         #expect(target.reason == reason)
         #expect(!target.error.isEmpty)
+    }
+
+    @Test("ARP off stops only links that resolve neighbours: point-to-point and local routes need none")
+    func noARP() {
+        let ptp = LinkFact(index: 2, name: "ppp0", isUp: true, hasCarrier: true, operState: .unknown,
+                           kernelType: .ethernet, isTunnel: false, isPointToPoint: true, hasNoARP: true)
+        #expect(Engine.evaluateInternet(facts(v4: Self.gateway, link: ptp)).isReachable)
+        let eth = LinkFact(index: 2, name: "eth0", isUp: true, hasCarrier: true, operState: .up,
+                           kernelType: .ethernet, isTunnel: false, hasNoARP: true)
+        let onLink = RouteFact(kind: .unicast, hasGateway: false, interfaceIndex: 2, source: "192.0.2.2")
+        let target = Engine.evaluateInternet(facts(v4: onLink, link: eth))
+        #expect(target.reason == .noNeighbour && target.error == "ARP is off on eth0")
     }
 
     @Test("reachable: no reason, no sentence")
