@@ -5,7 +5,9 @@
 /// The material is, for each family with a unicast default route: the family, the outgoing
 /// link's on-link prefix(es), and the gateway's link-layer address (its neighbour entry: another
 /// router behind the same IP address is another network) — or, for an on-link default route
-/// (PPP, a tunnel), the link's name; the Wi-Fi SSID where it is known. One identity for both
+/// (PPP, a tunnel), the link's name; and the Wi-Fi SSID of the routes' link (`SSIDs`): another
+/// access point of the same SSID is the same network (a roam), another SSID another network
+/// even with the same addressing. One identity for both
 /// families: a dual-stack network is one network, and its IPv6 router is most often the same
 /// box. No default route in either family: no network (`nil`, exported as "").
 public enum NetworkIdentity {
@@ -32,7 +34,7 @@ public enum NetworkIdentity {
     }
 
     /// The text to hash, canonical (sorted, one line per family); `nil` without a default route.
-    public static func material(routes: [Route], ssid: String? = nil) -> String? {
+    public static func material(routes: [Route], ssid: [UInt8]? = nil) -> String? {
         guard !routes.isEmpty else { return nil }
         let lines = routes.map { route -> String in
             let family = route.family == .ipv4 ? "4" : "6"
@@ -45,7 +47,30 @@ public enum NetworkIdentity {
             }
             return "\(family) \(next) prefixes=\(Set(route.prefixes).sorted().joined(separator: ","))"
         }.sorted()
-        return (ssid.map { ["ssid=" + hex(Array($0.utf8))] } ?? []).joined() + lines.joined(separator: "\n")
+        return ((ssid.map { ["ssid=" + hex($0)] } ?? []) + lines).joined(separator: "\n")
+    }
+
+    /// The Wi-Fi SSID the identity takes, and the one each Wi-Fi link was last seen on. A
+    /// link's SSID is its active access point's; while it has none (between two access points
+    /// of a roam, or NetworkManager already done with a connection whose routes the kernel
+    /// still has) the link counts as still on the SSID it was last seen on, as a gateway whose
+    /// neighbour entry is not resolved yet counts as the one it was: an SSID that is briefly
+    /// unknown is no change of network, and only another SSID is.
+    public struct SSIDs: Sendable, Hashable {
+        /// The last SSID seen on each link, by link name.
+        public private(set) var last: [String: [UInt8]] = [:]
+
+        public init() {}
+
+        /// The SSID of the first of `links` (the default routes' links, IPv4's first) that has
+        /// one: `known` now (by link: the Wi-Fi devices with an active access point), else the
+        /// one it was last seen on; `nil` when none has (wired, a modem, no NetworkManager).
+        public mutating func ssid(links: [String], known: [String: [UInt8]]) -> [UInt8]? {
+            for (link, ssid) in known where !ssid.isEmpty { last[link] = ssid }
+            // Bounded by the Wi-Fi links in use now.
+            if last.count > 64 { last = known.filter { !$0.value.isEmpty } }
+            return links.compactMap { last[$0] }.first
+        }
     }
 
     public static func hexDigits(_ bytes: [UInt8]) -> String { hex(bytes) }

@@ -19,6 +19,33 @@ struct NetworkIdentityTests {
         #expect(NetworkIdentity.material(routes: [onLink]) == "6 onlink=ppp0 prefixes=")
     }
 
+    @Test("the SSID is a line of its own, as bytes: another SSID is another network, none is not the same as one")
+    func materialWithSSID() {
+        let home = NetworkIdentity.material(routes: [route([2, 0, 0, 0, 0, 1])], ssid: Array("Home".utf8))
+        #expect(home == "ssid=486f6d65\n4 mac=020000000001 prefixes=192.0.2.0/24")
+        #expect(NetworkIdentity.material(routes: [route([2, 0, 0, 0, 0, 1])], ssid: Array("Cafe".utf8)) != home)
+        #expect(NetworkIdentity.material(routes: [route([2, 0, 0, 0, 0, 1])]) != home)
+        let raw = NetworkIdentity.material(routes: [route([2, 0, 0, 0, 0, 1])], ssid: [0xFF, 0x00])
+        #expect(raw?.hasPrefix("ssid=ff00\n") == true, "an SSID that is not text")
+        #expect(NetworkIdentity.material(routes: [], ssid: Array("Home".utf8)) == nil, "no default route: no network")
+    }
+
+    @Test("a link without an access point for a moment keeps the SSID it was last seen on; another SSID replaces it")
+    func ssidThroughARoam() {
+        var ssids = NetworkIdentity.SSIDs()
+        let home = Array("Home".utf8), cafe = Array("Cafe".utf8)
+        #expect(ssids.ssid(links: ["wlan0"], known: ["wlan0": home]) == home)
+        #expect(ssids.ssid(links: ["wlan0"], known: [:]) == home, "between two access points")
+        #expect(ssids.ssid(links: ["wlan0"], known: ["wlan0": []]) == home, "a hidden SSID not known yet")
+        #expect(ssids.ssid(links: ["wlan0"], known: ["wlan0": cafe]) == cafe)
+        #expect(ssids.ssid(links: ["eth0"], known: ["wlan0": cafe]) == nil, "a route through another link")
+        #expect(ssids.ssid(links: ["eth0", "wlan0"], known: ["wlan0": home]) == home, "the first link that has one")
+        var fresh = NetworkIdentity.SSIDs()
+        #expect(fresh.ssid(links: ["wlan0"], known: [:]) == nil, "never seen: none")
+        for index in 0..<70 { _ = ssids.ssid(links: [], known: ["wlan\(index)": home]) }
+        #expect(ssids.last.count <= 64, "bounded")
+    }
+
     @Test("one reason per evaluation, the weightiest; a flap back to the same network is none")
     func invalidation() {
         typealias O = NetworkIdentity.Observed
