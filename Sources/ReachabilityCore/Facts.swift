@@ -196,13 +196,17 @@ public struct DeviceFact: Sendable, Hashable {
     /// The radio's signal, 0–100 %: a Wi-Fi device's active access point's strength,
     /// or a modem's recent signal quality (ModemManager); `nil` when none is known.
     public var signal: UInt8?
+    /// A Wi-Fi device's active access point's SSID, as bytes; `nil` for other devices and
+    /// while no access point is active (`NetworkIdentity`).
+    public var ssid: [UInt8]?
 
     public init(
         interface: String, type: InterfaceType, activity: Activity, isVPN: Bool = false,
         isMetered: Bool = false, isMeteredByUser: Bool = false, connectivityIPv4: Connectivity = .unknown,
-        connectivityIPv6: Connectivity = .unknown, signal: UInt8? = nil
+        connectivityIPv6: Connectivity = .unknown, signal: UInt8? = nil, ssid: [UInt8]? = nil
     ) {
         self.signal = signal
+        self.ssid = ssid
         self.interface = interface
         self.type = type
         self.activity = activity

@@ -150,7 +150,7 @@ public final class NetworkManagerBackend {
     private func signal(of device: OpaquePointer) -> UInt8? {
         switch nm_device_get_device_type(device) {
         case NM_DEVICE_TYPE_WIFI:
-            return nm_device_wifi_get_active_access_point(device).map(nm_access_point_get_strength)
+            return Self.activeAccessPoint(of: device).map(nm_access_point_get_strength)
         case NM_DEVICE_TYPE_MODEM:
             return nm_device_get_udi(device).flatMap { modemManager?.signal(ofModem: String(cString: $0)) }
         default:
@@ -158,11 +158,29 @@ public final class NetworkManagerBackend {
         }
     }
 
+    /// The SSID of a Wi-Fi device's active access point (`nm_access_point_get_ssid`, raw
+    /// bytes: an SSID need not be text); `nil` for other devices, without an active access
+    /// point (between two while roaming, while disconnected) and for a hidden one not known yet.
+    private nonisolated static func ssid(of device: OpaquePointer) -> [UInt8]? {
+        guard let accessPoint = activeAccessPoint(of: device), let bytes = nm_access_point_get_ssid(accessPoint)
+        else { return nil }
+        var size: gsize = 0
+        guard let data = g_bytes_get_data(bytes, &size), size > 0 else { return nil }
+        return Array(UnsafeRawBufferPointer(start: data, count: Int(size)))
+    }
+
+    /// A Wi-Fi device's active access point (`nm_device_wifi_get_active_access_point`);
+    /// `nil` for other devices and while it has none.
+    private nonisolated static func activeAccessPoint(of device: OpaquePointer) -> OpaquePointer? {
+        guard nm_device_get_device_type(device) == NM_DEVICE_TYPE_WIFI else { return nil }
+        return nm_device_wifi_get_active_access_point(device)
+    }
+
     private nonisolated static func name(of device: OpaquePointer) -> String? {
         (nm_device_get_ip_iface(device) ?? nm_device_get_iface(device)).map { String(cString: $0) }
     }
 
-    /// Listens to every current device and active connection, to the strength of
+    /// Listens to every current device and active connection, to the strength and SSID of
     /// each Wi-Fi device's active access point, and to ModemManager while a modem
     /// device exists; stops listening to those that are gone.
     private func resyncWatchedObjects() {
@@ -171,9 +189,7 @@ public final class NetworkManagerBackend {
         var current: [UnsafeMutableRawPointer] = devices
         current += Self.objects(nm_client_get_active_connections(client))
         let accessPoints = devices.compactMap { pointer -> UnsafeMutableRawPointer? in
-            let device = OpaquePointer(pointer)
-            guard nm_device_get_device_type(device) == NM_DEVICE_TYPE_WIFI else { return nil }
-            return nm_device_wifi_get_active_access_point(device).map { UnsafeMutableRawPointer($0) }
+            Self.activeAccessPoint(of: OpaquePointer(pointer)).map { UnsafeMutableRawPointer($0) }
         }
         let currentSet = Set(current + accessPoints)
         for (object, handlers) in watched where !currentSet.contains(object) {
@@ -186,7 +202,9 @@ public final class NetworkManagerBackend {
         }
         for object in accessPoints where watched[object] == nil {
             g_object_ref(object)
-            watched[object] = [connect(object, "notify::strength", Self.strengthChanged)]
+            // Its SSID too: a hidden network's is learnt after it became the active one.
+            watched[object] = [connect(object, "notify::strength", Self.strengthChanged),
+                               connect(object, "notify::ssid")]
         }
 
         if !devices.contains(where: { nm_device_get_device_type(OpaquePointer($0)) == NM_DEVICE_TYPE_MODEM }) {
@@ -238,7 +256,8 @@ public final class NetworkManagerBackend {
                 isMeteredByUser: metered == NM_METERED_YES,
                 connectivityIPv4: Self.connectivity(nm_device_get_connectivity(device, Int32(AF_INET))),
                 connectivityIPv6: Self.connectivity(nm_device_get_connectivity(device, Int32(AF_INET6))),
-                signal: signal(of: device))
+                signal: signal(of: device),
+                ssid: Self.ssid(of: device))
         }
         return (Self.connectivity(nm_client_get_connectivity(client)), devices)
     }

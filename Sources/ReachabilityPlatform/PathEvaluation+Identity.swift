@@ -2,7 +2,8 @@ import ReachabilityCore
 
 /// What a path evaluation reads for `NetworkIdentity` and the invalidations: each family's
 /// default route (the internet's, as the kernel answers it), its gateway's neighbour entry,
-/// the link's prefixes; the preferred path's VPN; the DNS configuration.
+/// the link's prefixes, its Wi-Fi SSID (NetworkManager's active access point); the preferred
+/// path's VPN; the DNS configuration.
 extension PathEvaluation {
     func observe(_ state: PathState, _ facts: NetworkFacts, _ source: NetworkFactSource) -> NetworkIdentity.Observed {
         var routes: [NetworkIdentity.Route] = []
@@ -30,9 +31,10 @@ extension PathEvaluation {
         }
         // Bounded by the links and gateways in use now.
         if linkLayers.count > 64 { linkLayers = [:] }
+        let ssid = ssids.ssid(links: routes.map(\.link), known: facts.devices.compactMapValues(\.ssid))
         let preferred = state.interfaces.first(where: \.isUsable)
         return NetworkIdentity.Observed(
-            identity: NetworkIdentityKey.identity(of: NetworkIdentity.material(routes: routes)),
+            identity: NetworkIdentityKey.identity(of: NetworkIdentity.material(routes: routes, ssid: ssid)),
             vpn: preferred?.isVPN == true ? preferred?.name : nil, sources: sources, dns: source.dnsConfiguration())
     }
 

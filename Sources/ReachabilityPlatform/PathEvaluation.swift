@@ -20,6 +20,9 @@ final class PathEvaluation {
     /// The gateways' link-layer addresses last read, by link and gateway: a gateway whose
     /// entry is not resolved yet (after a flap) is taken as the one it was.
     var linkLayers: [String: [UInt8]] = [:]
+    /// The SSID each Wi-Fi link was last seen on: one without an active access point for a
+    /// moment (a roam) is taken as still on it.
+    var ssids = NetworkIdentity.SSIDs()
 
     /// Evaluates the paths from `facts`, asking `source` for each link's bound routes;
     /// returns whether they changed, why connections made before may be broken (`nil`:

@@ -9,6 +9,10 @@ IP address (another link-layer address) is another network — a new identity an
 address is ``source-changed``, a new name server ``dns-changed``, each once. A VPN (a tun
 device with a process attached, OpenVPN's two /1 routes over the default route) that comes or
 goes is ``vpn-changed``, once each way, and not ``network-changed``: the network under it stays.
+
+Wi-Fi comes from NetworkManager mocked with python-dbusmock (test_wifi_wwan.py's lab): a roam to
+another access point of the same SSID, even through a moment without one, is the same network;
+another SSID behind the same gateway address and prefix is another.
 """
 
 import os
@@ -21,6 +25,7 @@ import harness
 from harness import MANAGER_IFACE, ROOT_PATH, SERVICE
 from tenants import GATEWAY_V4, UPLINK
 from test_kernel_backend import TUN, vpn_tun
+from test_wifi_wwan import NM_SETTINGS, WIFI, WLAN_GW, PathWatch, env  # pylint: disable=unused-import
 
 PATH_PATH = ROOT_PATH + "/path"
 PATH_IFACE = SERVICE + ".Path"
@@ -231,3 +236,93 @@ def test_network_invalidation_monitor_delivers_each_reason_once(tenant_lab):
     finally:
         process.terminate()
         process.wait(5)
+
+
+HOME_AP, ROAMED_AP, CAFE_AP = (f"/org/freedesktop/NetworkManager/AccessPoint/{name}" for name in ("ap0", "ap1", "ap2"))
+
+
+def test_wifi_ssid_roam_keeps_the_network_another_ssid_is_another(env):  # pylint: disable=redefined-outer-name
+    """Wi-Fi on HomeNet (ap0, 80 %), its gateway's link-layer address fixed. A roam to ap1 of the
+    same SSID, a moment without an access point (LinkQuality unknown) and back to ap0: the same
+    NetworkIdentity, no Invalidated, and network-path-example (NWPathMonitor, through the daemon)
+    prints only the link quality's changes. The device connects to CafeNet (ap2, 20 %) instead,
+    the kernel's addressing unchanged (same gateway address, same prefix): a new identity and
+    exactly one Invalidated("network-changed"), the Flags the same; back on HomeNet: its identity
+    again, once more network-changed."""
+    env.mock("AddAccessPoint", (env.wifi, "ap1", "HomeNet", "00:11:22:33:44:66", 2, 5180, 54000, 70, 0),
+             "(ssssuuuyu)")
+    env.mock("AddAccessPoint", (env.wifi, "ap2", "CafeNet", "00:11:22:33:44:77", 2, 2412, 54000, 20, 0),
+             "(ssssuuuyu)")
+    env.mock("AddWiFiConnection", (env.wifi, "wificafe", "CafeNet", ""), "(ssss)")
+    env.kernel_wifi_up()
+    # The router's own address, as the neighbour table has it: fixed, so that only the SSID differs.
+    router_mac = env.ip("-o", "link", "show", "upwlan0", netns=env.upstream).split("link/ether ", 1)[1].split()[0]
+    env.ip("neigh", "replace", WLAN_GW, "lladdr", router_mac, "dev", "wlan0", "nud", "permanent", netns=env.netns)
+    env.nm_wifi_up()
+    env.start_daemon()
+    env.wait_for_state(WIFI, "Wi-Fi reachability")
+    invalidated = []
+    env.subscribe(None, PATH_IFACE, "Invalidated", PATH_PATH,
+                  lambda _c, _s, _p, _i, _m, params: invalidated.append(params.unpack()[0]))
+    path = PathWatch(env)
+    path.wait({"LinkQuality": "good"}, "good at 80 %")
+    home = path.props["NetworkIdentity"]
+    flags = path.props["Flags"]
+    assert re.fullmatch(r"[0-9a-f]{32}", home), path.props
+    assert flags & harness.REACHABLE, path.props
+
+    monitor_env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=env.address)
+    monitor_env.pop("DBUS_SESSION_BUS_ADDRESS", None)
+    process = subprocess.Popen(harness.Namespaces.exec_argv(env.netns) + [str(EXAMPLE)],  # pylint: disable=consider-using-with
+                               stdout=subprocess.PIPE, env=monitor_env)
+    output = Output(process)
+
+    def handler_lines(count, what):
+        output.wait(lambda lines: sum(1 for line in lines if line.startswith("handler ")) >= count, what)
+        return [line for line in output.lines if line.startswith("handler ")]
+
+    def quality(line):
+        return line.split(" quality=", 1)[1].split(" ", 1)[0]
+
+    try:
+        first = handler_lines(1, "the monitor's first path")[0]
+        assert first.startswith("handler satisfied") and quality(first) == "good", first
+
+        # (a) Roaming within HomeNet: straight to ap1 (70 %: good, nothing shows), then a moment
+        # without an access point (as between two BSSs), then ap0.
+        env.mock("SetActiveAccessPoint", (env.wifi, ROAMED_AP), "(ss)")
+        env.mock("SetActiveAccessPoint", (env.wifi, "/"), "(ss)")
+        path.wait({"LinkQuality": "unknown"}, "no access point for a moment")
+        env.mock("SetActiveAccessPoint", (env.wifi, HOME_AP), "(ss)")
+        path.wait({"LinkQuality": "good"}, "back on ap0")
+        env.sync()
+        assert path.props["NetworkIdentity"] == home, "a roam within one SSID is the same network"
+        assert invalidated == [], invalidated
+        assert path.props["Flags"] == flags, path.props
+        lines = handler_lines(3, "the monitor's paths through the roam")
+        assert [quality(line) for line in lines] == ["good", "unknown", "good"], lines
+        assert all(line == first for line in lines[2:]), lines
+    finally:
+        process.terminate()
+        process.wait(5)
+
+    # (b) Another SSID behind the same addressing: NetworkManager reconnects the device to CafeNet.
+    env.nm_wifi_down()
+    env.mock("AddPrimaryActiveConnection", (env.wifi, NM_SETTINGS + "wificafe", CAFE_AP, "cafe"), "(ssss)")
+    path.wait({"LinkQuality": "minimal", "Flags": flags}, "connected to CafeNet (20 %)")
+    harness.wait_until(lambda: path.props["NetworkIdentity"] not in (home, ""), harness.CHANGE_TIMEOUT,
+                       "another NetworkIdentity on another SSID", lambda: str(path.props))
+    env.sync()
+    cafe = path.props["NetworkIdentity"]
+    assert invalidated == ["network-changed"], invalidated
+    assert path.props["Flags"] == flags, path.props
+
+    # Back on HomeNet: its identity again (keyed, not random), one more network-changed.
+    env.mock("RemoveActiveConnection", (env.wifi, "/org/freedesktop/NetworkManager/ActiveConnection/cafe"), "(ss)")
+    env.nm_wifi_up()
+    path.wait({"LinkQuality": "good", "Flags": flags}, "HomeNet again")
+    harness.wait_until(lambda: path.props["NetworkIdentity"] == home, harness.CHANGE_TIMEOUT,
+                       "HomeNet's identity again", lambda: str(path.props))
+    env.sync()
+    assert invalidated == ["network-changed", "network-changed"], invalidated
+    assert cafe != home

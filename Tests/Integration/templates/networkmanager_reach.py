@@ -17,6 +17,8 @@ libnm 1.42 client (and so reachabilityd) reads but the stock template lacks:
   machine (templates/modemmanager_reach.py serves that object);
 - ``SetAccessPointStrength``: an access point's ``Strength`` in one standard
   ``PropertiesChanged``, as NetworkManager updates it while connected;
+- ``SetActiveAccessPoint``: a Wi-Fi device's ``ActiveAccessPoint`` (and its
+  active connection's ``SpecificObject``), as on a roam;
 - a generic device-state setter (``SetDeviceState``) that updates ``State``
   and ``StateReason`` in one ``PropertiesChanged`` and emits ``StateChanged``;
 - ``AddDeviceConnection``: a saved profile of any type (``gsm`` for the
@@ -310,6 +312,20 @@ def SetAccessPointStrength(_self, access_point_path, strength):
     standard PropertiesChanged, as NetworkManager does while connected.'''
     _emit_changed(dbusmock.get_object(access_point_path), stock.ACCESS_POINT_IFACE,
                   {'Strength': dbus.Byte(strength)})
+
+
+@dbus.service.method(MOCK_IFACE, in_signature='ss', out_signature='')
+def SetActiveAccessPoint(_self, device_path, access_point_path):
+    '''Set a Wi-Fi device's ActiveAccessPoint ("/" for none) and its active
+    connection's SpecificObject, each in one PropertiesChanged, as
+    NetworkManager does when the device roams to another access point (and,
+    between two, for a moment to none).'''
+    dev_obj = dbusmock.get_object(device_path)
+    _emit_changed(dev_obj, WIRELESS_DEVICE_IFACE, {'ActiveAccessPoint': _o(access_point_path)})
+    active = dev_obj.Get(DEVICE_IFACE, 'ActiveConnection')
+    if active != ROOT and access_point_path != ROOT:
+        _emit_changed(dbusmock.get_object(active), ACTIVE_CONNECTION_IFACE,
+                      {'SpecificObject': _o(access_point_path)})
 
 
 @dbus.service.method(MOCK_IFACE, in_signature='suu', out_signature='')
