@@ -108,8 +108,9 @@ public struct NWPath: Equatable, Sendable, CustomDebugStringConvertible {
     }
 
     /// How many times the network changed before this path (another network behind the same
-    /// addressing: `PathState.invalidations`): after one, the path is a new path even when
-    /// nothing else differs, as Apple's monitor delivers a new path on a gateway change.
+    /// addressing, another router or Wi-Fi SSID: `PathState.invalidations`): after one, the
+    /// path is a new path even when nothing else differs, as Apple's monitor delivers a new
+    /// path on a gateway change.
     var generation: UInt64 = 0
 
     /// This path, as the one after `invalidations` network changes.

@@ -15,7 +15,10 @@ import ReachabilityCore
 /// evaluation shared by every program), else from the same engine running in
 /// this process — the choice of the runtime the client products share. After `start(queue:)`
 /// the handler gets the current path at once, then a new path each time one
-/// of its facts changes; never the same path twice in a row. A monitor is
+/// of its facts changes; never the same path twice in a row (a path on another
+/// network behind the same addressing, another router or another Wi-Fi SSID, is a
+/// new path even when every member is the same, as Apple's monitor delivers one on
+/// a gateway change; a roam within one SSID is not). A monitor is
 /// started once: after `cancel()` it reports nothing more.
 ///
 /// A started monitor lives until `cancel()`, as Apple's does (its update handling
