@@ -12,6 +12,9 @@
   (the activation file runs a missing program); once the file is fixed, they start it at
   their capped interval (``REACHABILITY_RESTART_CAP``, 2 s here instead of 30 s) and show the
   truth again. A client that stops listening (it holds nothing) asks nothing and never wakes.
+* **The bus restarts.** The system bus itself goes and comes back on the same socket: the
+  service exits with it; both clients connect to the new bus at their backoff, the new bus
+  starts the service for them, and they show the truth again within the cap.
 """
 
 import os
