@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Hostile tenants at full size: what each attack does to another user (run as root).
 
-    sudo REACHABILITYD=.build/release/reachabilityd /usr/bin/python3 Benchmarks/abuse.py [--only NAME ...]
+    sudo REACHABILITYD=.build/release/reachabilityd /usr/bin/python3 Benchmarks/abuse.py [--only NAME ...] [--broker]
 
 The same attacks as Tests/Integration/test_fairness.py (see tenants.py there for the lab: the
 daemon as root on a system bus with Debian's default policy and the shipped policy file, the
@@ -285,15 +285,21 @@ def main():
     parser.add_argument("--seconds", type=float, default=SECONDS, help="how long a timed attack lasts")
     parser.add_argument("--bus-limit", action="append", default=[], metavar="NAME=VALUE",
                         help="a <limit> of the bus's configuration (e.g. max_incoming_bytes=1048576)")
+    parser.add_argument("--broker", action="store_true",
+                        help="dbus-broker as the bus (same configuration; needs Debian's dbus-broker package, "
+                             "which makes it the machine's system bus at its next boot)")
     options = parser.parse_args()
     SECONDS = options.seconds
     if os.geteuid() != 0 or tenants.VICTIM is None:
         raise SystemExit("run as root, on a machine with an unprivileged user besides nobody (www-data, backup, ...)")
     limits = dict(item.split("=", 1) for item in options.bus_limit)
+    if options.broker and tenants.broker_available():
+        raise SystemExit("--broker: this machine lacks " + ", ".join(tenants.broker_available()))
     rows, notes, missed = [], [], []
-    print(f"machine: {os.cpu_count()} cores, {os.uname().release}; daemon {harness.daemon_binary()}")
+    print(f"machine: {os.cpu_count()} cores, {os.uname().release}; daemon {harness.daemon_binary()}; "
+          f"bus {'dbus-broker' if options.broker else 'dbus-daemon'}")
     for name in options.only or SCENARIOS:
-        lab = tenants.TenantLab(bus_limits=limits).start()
+        lab = tenants.TenantLab(bus_limits=limits, broker=options.broker).start()
         try:
             for attack in SCENARIOS[name](lab):
                 rows.append(attack.row())

@@ -126,7 +126,10 @@ extension DaemonBackend {
 
     /// Nothing is held any more: no attempt waits (no wake-up while nothing is held).
     func stopRestartsIfIdle() {
-        if !isHolding { restartTimer = nil }
+        if !isHolding {
+            restartTimer = nil
+            reconnectTimer = nil
+        }
     }
 
     /// The service left while something is held: asks the bus to start it again, when the bus

@@ -18,15 +18,17 @@ import ReachabilityPlatform
 /// (`Status` -1): its first answer is its first state with a known `Status`, the one its
 /// `StatusChanged` follows.
 ///
-/// The service leaving and coming back: DaemonBackend+Owner.swift; the path object:
+/// The service leaving and coming back: DaemonBackend+Owner.swift; the bus itself leaving
+/// and coming back: DaemonBackend+Bus.swift; the path object:
 /// DaemonBackend+Path.swift; one-shot calls: DaemonBackend+Queries.swift.
 @LoopActor
 final class DaemonBackend: FeedBackend {
-    let connection: BusConnection
+    /// The connection to the system bus; a new one once the bus is back after it went away.
+    var connection: BusConnection
     /// The library's log (the application's logger): the service leaving and coming back, what it answered.
     let logger: Logger
-    private var ownerWatch: SignalSubscription?
-    private var signals: SignalSubscription?
+    var ownerWatch: SignalSubscription?
+    var signals: SignalSubscription?
     /// The service's unique name (`""`: it is away), as the bus driver last told it.
     var owner = ""
     /// Whether the driver has answered `GetNameOwner` yet; who waits for it.
@@ -36,6 +38,9 @@ final class DaemonBackend: FeedBackend {
     var ownedSince: Int64 = 0
     /// The connection to the bus is gone: nothing can be started through it.
     var isDisconnected = false
+    /// Attempts to connect to the bus again since it went away; the next one, while it waits.
+    var reconnectAttempts = 0
+    var reconnectTimer: SourceHandle?
     /// Attempts to start the service again since it was last up for `restartSettle`.
     var restartAttempts = 0
     /// Attempts since it last left: the wait before the next one doubles with each.
@@ -53,8 +58,8 @@ final class DaemonBackend: FeedBackend {
     private var announced: [ObjectPath: [String: DBusValue]] = [:]
     private var startsInFlight = 0
     /// Calls to the service waiting for their replies, and those waiting for their turn.
-    private var callsInFlight = 0
-    private var queuedCalls = Ring<() -> Void>()
+    var callsInFlight = 0
+    var queuedCalls = Ring<() -> Void>()
     /// At most this many calls wait for their replies at once; the rest wait their turn, in
     /// order. A bus refuses a connection more (dbus-daemon: `max_replies_per_connection`, 128
     /// on the system bus), and a program that makes hundreds of references at once must not
@@ -94,13 +99,16 @@ final class DaemonBackend: FeedBackend {
 
     init(logger: Logger) throws(ReachabilityError) {
         self.logger = logger
-        do {
-            connection = try BusConnection(.system, logger: logger)
-        } catch {
-            throw .serviceUnavailable(error.message)
-        }
+        connection = try Self.connect(logger: logger)
+        follow(again: false)
+    }
+
+    /// Follows the service's name and takes its signals on `connection` (made at start, or again
+    /// once the bus is back: `again`, when what the driver says of the name re-establishes every hold).
+    func follow(again: Bool) {
         ownerWatch = connection.followOwner(of: ServiceNames.busName, current: { [unowned self] owner in
             self.ownerKnown(owner)
+            if again { self.ownerChangedOnNewBus(owner) }
         }) { [unowned self] owner in
             self.ownerChanged(owner)
         }
@@ -110,12 +118,7 @@ final class DaemonBackend: FeedBackend {
         }) { [unowned self] path, member, values in
             self.received(member, at: path, values)
         }
-        connection.onDisconnected = { [unowned self] in
-            // The system bus itself went away: nothing can be known through it any more.
-            self.logger.error("disconnected from the system bus")
-            self.isDisconnected = true
-            self.ownerChanged("")
-        }
+        connection.onDisconnected = { [unowned self] in self.disconnected() }
     }
 
     /// Calls the service, in the order asked, with at most `callWindow` waiting for replies.
@@ -123,9 +126,11 @@ final class DaemonBackend: FeedBackend {
               reply: @escaping (Result<[DBusValue], BusError>) -> Void) {
         let send = { [unowned self] in
             self.callsInFlight += 1
-            self.connection.callAsync(destination: ServiceNames.busName, path: path, interface: interface,
-                                      member: member, arguments) { [weak self] result in
-                if let self {
+            let used = self.connection
+            used.callAsync(destination: ServiceNames.busName, path: path, interface: interface,
+                           member: member, arguments) { [weak self] result in
+                // A call on a connection since replaced (the bus went away) no longer counts.
+                if let self, self.connection === used {
                     self.callsInFlight -= 1
                     if self.callsInFlight < Self.callWindow, let next = self.queuedCalls.popFirst() { next() }
                 }
@@ -144,6 +149,12 @@ final class DaemonBackend: FeedBackend {
         }
         let watch = Watch(feed: feed)
         watches[feed.key] = watch
+        if isDisconnected {
+            // Nothing is known until the bus is back; then it is watched with the others.
+            feed.publish(.unknown, settled: true)
+            feed.opened(nil)
+            return scheduleReconnect()
+        }
         start(watch) { error in feed.opened(error) }
     }
 

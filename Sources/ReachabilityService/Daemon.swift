@@ -165,6 +165,9 @@ public final class Daemon {
         // instance's internet target, every property and its StatusChanged, without asking.
         internet.exported?.isQuiet = false
         internet.exported?.announceEverything(of: Names.targetInterface)
+        // What start-up alone needed (the backend's first reading, the introspection data) is
+        // freed by now: given back once, so that the idle daemon is its working set.
+        Memory.trimSoon()
     }
 
     /// Runs until SIGTERM/SIGINT, the loss of the name or of the bus. Returns the exit status.

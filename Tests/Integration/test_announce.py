@@ -12,6 +12,9 @@
   (the activation file runs a missing program); once the file is fixed, they start it at
   their capped interval (``REACHABILITY_RESTART_CAP``, 2 s here instead of 30 s) and show the
   truth again. A client that stops listening (it holds nothing) asks nothing and never wakes.
+* **The bus restarts.** The system bus itself goes and comes back on the same socket: the
+  service exits with it; both clients connect to the new bus at their backoff, the new bus
+  starts the service for them, and they show the truth again within the cap.
 """
 
 import os
@@ -122,3 +125,41 @@ def test_clients_never_give_up_while_they_hold_something(activation_lab, clients
     daemon.owner_pid(lab.client)
     app.send("start")
     assert app.next_line("the library listening again") == CONNECTED_LINE, app.lines
+
+
+
+def test_clients_follow_a_system_bus_that_restarts(activation_lab, clients, monkeypatch):
+    """The bus itself restarts (an upgrade of dbus-broker, ``systemctl restart dbus``): the service
+    exits with it; ``reachctl watch`` and the library, which lost their connection, connect to the
+    new bus (at their restart backoff, while they hold something), the new bus starts the service
+    for them, and they show the truth again within the cap."""
+    monkeypatch.setenv("REACHABILITY_DEBUG", "1")
+    monkeypatch.setenv("REACHABILITY_RESTART_CAP", "2")
+    lab = activation_lab
+    # As a system's bus address is: the socket alone (no guid), so any instance serving it is the bus.
+    guidless = f"unix:path={lab.bus.socket}"
+    lab.bus.address = guidless
+    daemon = lab.activatable(args=daemon_args("--backend", "kernel"))
+    watcher = clients(lab, [BIN / "reachctl", "watch"], "reachctl-watch")
+    assert "Reachable status=2" in watcher.next_line("reachctl watch, the first answer"), watcher.lines
+    app = clients(lab, [BIN / "reachability-example", "--daemon"], "example")
+    assert app.next_line("the mode") == "mode daemon"
+    assert app.next_line("the library's first answer") == CONNECTED_LINE, app.lines
+    pid = daemon.owner_pid(lab.client)
+    lab.bus.stop()
+    harness.wait_until(lambda: not os.path.exists(f"/proc/{pid}"), harness.STOP_TIMEOUT,
+                       "the daemon gone with its bus", lambda: harness.tail(daemon.log))
+    assert "Unknown status=-1" in watcher.next_line("reachctl watch, the bus gone"), watcher.lines
+    assert app.next_line("the library, the bus gone") == "status unknown flags -"
+    lab.start_bus()
+    lab.bus.address = guidless
+    restarted = time.monotonic()
+    assert "Reachable status=2" in watcher.next_line("reachctl watch on the new bus", timeout=15), \
+        watcher.lines
+    took = time.monotonic() - restarted
+    assert took < 2.0 + 3.0, f"reachctl watch showed the truth {took:.1f} s after the bus came back (cap 2 s)"
+    assert app.next_line("the library on the new bus", timeout=15) == CONNECTED_LINE, app.lines
+    daemon.owner_pid(lab.client)
+    for client in (watcher, app):
+        assert "connected to the system bus again" in client.log.read_text(errors="replace"), \
+            harness.tail(client.log, 30)
