@@ -56,7 +56,7 @@ final class InProcessBackend: FeedBackend {
 
     /// The target's state to its feed; settled once the facts were read and a host's first lookup ended.
     private func publish(_ target: WatchedTarget) {
-        feedsByTarget[ObjectIdentifier(target)]?.publish(target.state, settled: evaluator.hasFacts && target.isSettled)
+        feedsByTarget[ObjectIdentifier(target)]?.publish(target.state, settled: evaluator.hasFacts && target.firstLookupFinished)
     }
 
     private func hostTargetsChanged() {
@@ -97,7 +97,7 @@ extension InProcessBackend: EvaluationSink {
 
     func targetChanged(_ target: WatchedTarget, from old: TargetState) { publish(target) }
 
-    func lookupSettled(_ target: WatchedTarget) { publish(target) }
+    func lookupFinished(_ target: WatchedTarget) { publish(target) }
 
     func pathChanged(_ state: PathState) { pathFeed?.publish(state, settled: evaluator.hasFacts) }
 
