@@ -157,7 +157,8 @@ let package = Package(
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzChecks"]),
-        .testTarget(name: "NetworkPathTests", dependencies: ["NetworkPath", "ReachabilityCore"]),
+        .testTarget(name: "NetworkPathTests",
+                    dependencies: ["NetworkPath", "ReachabilityCore", "ReachabilityRuntime", "ReachabilityLoop"]),
         // Alamofire's NetworkReachabilityManager API, used the way its own tests use it.
         .testTarget(name: "AlamofireCompatibilityTests", dependencies: ["ReachabilitydClient"]),
         // The libraries from a Swift 5 program: a listener or path handler that captures a

@@ -34,8 +34,8 @@ public final class NWPathMonitor: Sendable, CustomDebugStringConvertible {
         var handler: (@Sendable (NWPath) -> Void)?
         var queue: DispatchQueue?
         var current = NWPath.unsatisfied
-        /// The feed subscription, from `start` to `cancel`.
-        var subscription: Int?
+        /// The path feed's subscription, from `start` to `cancel`.
+        var subscription: Subscription<PathKey>?
         var isStarted = false
         var isCancelled = false
         /// Whether the first path was handed to the queue.
@@ -65,7 +65,7 @@ public final class NWPathMonitor: Sendable, CustomDebugStringConvertible {
     }
 
     deinit {
-        if let id = shared.withLock({ $0.subscription }) { source.unsubscribe(id) }
+        shared.withLock { $0.subscription }?.cancel()
     }
 
     /// Called on the monitor's queue with each new path. Set it before `start(queue:)`.
@@ -91,28 +91,28 @@ public final class NWPathMonitor: Sendable, CustomDebugStringConvertible {
         }
         guard begins else { return }
         // Outside the lock: the first path may arrive before `subscribe` returns.
-        // The subscription holds the monitor strongly until `cancel()` unsubscribes:
+        // The subscription holds the monitor strongly until `cancel()` cancels it:
         // Apple's started monitor lives on without its caller's reference.
         let requirement = self.requirement
-        let id = source.subscribe { state in
-            self.received(NWPath(state, requirement: requirement).after(state.invalidations))
+        let subscription = source.subscribe { result in
+            self.received(NWPath(result, requirement: requirement))
         }
         let cancelled = shared.withLock { shared -> Bool in
-            shared.subscription = id
+            if !shared.isCancelled { shared.subscription = subscription }
             return shared.isCancelled
         }
-        if cancelled { source.unsubscribe(id) }
+        if cancelled { subscription.cancel() }
     }
 
-    /// Stops watching for good: no handler call after this returns, except one
-    /// already on its way to the queue.
+    /// Stops watching for good: no handler call starts after this returns (one
+    /// already running on the queue finishes), as with the library's other clients.
     public func cancel() {
-        let id: Int? = shared.withLock { shared in
+        let subscription = shared.withLock { shared in
             shared.isCancelled = true
             defer { shared.subscription = nil }
             return shared.subscription
         }
-        if let id { source.unsubscribe(id) }
+        subscription?.cancel()
     }
 
     /// What the monitor watches and its state, for logs (Apple prints its own form).
@@ -161,26 +161,39 @@ extension NWPathMonitor: AsyncSequence {
         let (requirement, source) = (self.requirement, self.source)
         let stream = AsyncStream<NWPath>(bufferingPolicy: .unbounded) { continuation in
             let latest = Guarded<NWPath?>(nil)
-            let id = source.subscribe { state in
-                let path = NWPath(state, requirement: requirement).after(state.invalidations)
+            let subscription = source.subscribe { result in
+                let path = NWPath(result, requirement: requirement)
                 let isNew = latest.withLock { latest in
                     defer { latest = path }
                     return latest != path
                 }
                 if isNew { continuation.yield(path) }
             }
-            continuation.onTermination = { _ in source.unsubscribe(id) }
+            continuation.onTermination = { _ in subscription.cancel() }
         }
         return Iterator(base: stream.makeAsyncIterator())
     }
 }
 
 /// Where a monitor's facts come from: the library's runtime (the daemon or the
-/// in-process engine), or a fake in the tests.
+/// in-process engine), or a fake feed in the tests.
 struct PathSource: Sendable {
-    /// Calls the handler with the current paths once known, then each change; returns an id.
-    let subscribe: @Sendable (@escaping @Sendable (PathState) -> Void) -> Int
-    let unsubscribe: @Sendable (Int) -> Void
+    /// A started subscription to the paths (`PathKey`), its handler called on the library's
+    /// thread with the current paths once known, then each change; a monitor cancels it.
+    let subscribe: @Sendable (@escaping Subscription<PathKey>.Handler) -> Subscription<PathKey>
 
-    static let system = PathSource(subscribe: { PathUpdates.subscribe($0) }, unsubscribe: { PathUpdates.unsubscribe($0) })
+    static let system = PathSource { handler in
+        let subscription = Subscription(PathKey(), mode: nil, on: nil, handler)
+        subscription.start()
+        return subscription
+    }
+}
+
+extension NWPath {
+    /// The path of a monitor with `requirement` from a path feed's update; without one
+    /// (nothing can watch the network here), unsatisfied.
+    init(_ update: Result<PathUpdate, ReachabilityError>, requirement: PathRequirement) {
+        let state = (try? update.get().path) ?? .none
+        self = NWPath(state, requirement: requirement).after(state.invalidations)
+    }
 }

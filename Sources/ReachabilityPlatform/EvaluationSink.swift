@@ -12,7 +12,7 @@ public protocol EvaluationSink: AnyObject {
     /// `target.state` is new; it was `old`.
     func targetChanged(_ target: WatchedTarget, from old: TargetState)
     /// A host's lookup ended and no other follows: its answer is as fresh as it gets.
-    func lookupSettled(_ target: WatchedTarget)
+    func lookupFinished(_ target: WatchedTarget)
     /// The facts were read again (after a change, or for a refresh).
     func factsReloaded(_ facts: NetworkFacts)
     /// Every target was evaluated after a change.
@@ -28,7 +28,7 @@ public protocol EvaluationSink: AnyObject {
 }
 
 extension EvaluationSink {
-    public func lookupSettled(_ target: WatchedTarget) {}
+    public func lookupFinished(_ target: WatchedTarget) {}
     public func factsReloaded(_ facts: NetworkFacts) {}
     public func evaluationFinished() {}
     public func pathChanged(_ state: PathState) {}

@@ -34,7 +34,7 @@ public protocol NetworkFactSource: AnyObject {
     /// NetworkManager's once libnm's client is made, or could not be): facts
     /// read from now on are the ones the backend chose, not a guess made while
     /// one source is still silent.
-    var isSettled: Bool { get }
+    var hasFirstAnswer: Bool { get }
     /// Name resolution is configured.
     func dnsConfigured() -> Bool
     /// The gateways whose neighbour state can move the cached answers: their
@@ -48,8 +48,8 @@ public protocol NetworkFactSource: AnyObject {
 }
 
 extension NetworkFactSource {
-    /// A source with nothing to wait for (answers recorded from the network) is settled.
-    public var isSettled: Bool { true }
+    /// A source with nothing to wait for (answers recorded from the network) has its first answer at once.
+    public var hasFirstAnswer: Bool { true }
     /// The kernel's route for each address as packets of `uid` would take it
     /// (`RTA_UID`). A source that knows no uid rules answers as for anybody.
     public func routes(to addresses: [IPAddress], uid: UserID) -> [RouteFact?] { routes(to: addresses) }

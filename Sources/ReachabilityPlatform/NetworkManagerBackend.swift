@@ -31,7 +31,7 @@ public final class NetworkManagerBackend {
     public private(set) var failure: String?
     /// Whether the client's creation has ended, made or failed: until then nothing
     /// NetworkManager says is known, not even whether it runs.
-    public var isSettled: Bool { client != nil || failure != nil }
+    public var hasFirstAnswer: Bool { client != nil || failure != nil }
 
     /// Starts creating the libnm client (`nm_client_new_async`); `onChange` is
     /// called once it is ready and after every change. A source that cannot be read is

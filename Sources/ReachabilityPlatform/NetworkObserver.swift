@@ -65,7 +65,7 @@ public final class NetworkObserver: NetworkFactSource {
 
     /// The kernel answers at once; NetworkManager once libnm's client is made or failed
     /// (`auto` would otherwise read the kernel's facts first and switch a moment later).
-    public var isSettled: Bool { networkManager?.isSettled ?? true }
+    public var hasFirstAnswer: Bool { networkManager?.hasFirstAnswer ?? true }
 
     /// Coalesces: the idle callback runs after every pending event source.
     private func scheduleChange() {

@@ -10,7 +10,7 @@ import ReachabilityLoop
 extension TargetEvaluator {
     /// Looks `target`'s name up (again) when it is looked up at all; a lookup in flight is
     /// followed by one more. Its answer is applied at once (`apply`), and the sink hears
-    /// `lookupSettled` once no other lookup follows. A new reason to look up (a network
+    /// `lookupFinished` once no other lookup follows. A new reason to look up (a network
     /// change, `Refresh`, a new target) starts the retries after temporary failures afresh.
     public func resolve(_ target: WatchedTarget) {
         resolve(target, afresh: true)
@@ -57,7 +57,7 @@ extension TargetEvaluator {
             } else {
                 host.ttl = 0
             }
-            self.sink?.lookupSettled(target)
+            self.sink?.lookupFinished(target)
         }
     }
 

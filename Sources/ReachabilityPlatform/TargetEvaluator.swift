@@ -31,9 +31,9 @@ public final class TargetEvaluator {
     public private(set) var facts: NetworkFacts = .unknown
     /// Whether the facts have been read at least once (a first answer exists).
     public private(set) var hasFacts = false
-    /// Whether the last evaluation read every source's first answer (`NetworkFactSource.isSettled`):
+    /// Whether the last evaluation read every source's first answer (`NetworkFactSource.hasFirstAnswer`):
     /// its states are the ones to give a first caller.
-    public private(set) var isSettled = false
+    public private(set) var everySourceAnswered = false
     /// The kernel's route answers.
     private(set) lazy var answers = RouteAnswers { [unowned self] in self.networkChanged() }
     /// The per-interface paths.
@@ -175,10 +175,10 @@ public final class TargetEvaluator {
         defer { isEvaluating = false }
         reload()
         hasFacts = true
-        isSettled = source?.isSettled ?? false
+        everySourceAnswered = source?.hasFirstAnswer ?? false
         let targets = sink?.evaluatedTargets ?? []
         prefetchRoutes(for: targets)
-        defer { answersSettled() }
+        defer { armAnswers() }
         let states = targets.map { state(of: $0) }
         let evaluated = MonotonicClock.microseconds()
         var changed: [WatchedTarget] = []
@@ -228,11 +228,11 @@ public final class TargetEvaluator {
     /// new facts too, while wanted.
     public func reloaded() {
         if isPathWanted && hasFacts { evaluatePath() }
-        answersSettled()
+        armAnswers()
     }
 
     /// Arms the answers' one timer and follows their gateways (`RouteAnswers.settle`).
-    private func answersSettled() {
+    private func armAnswers() {
         answers.settle(pathExpiry: paths.expiry, pathGateways: pathState.interfaces.flatMap(\.gateways))
     }
 

@@ -100,7 +100,7 @@ public final class WatchedTarget {
     }
 
     /// Whether the state is a real answer: not waiting for a host's first lookup.
-    public var isSettled: Bool { host.map { $0.resolution != .pending } ?? true }
+    public var firstLookupFinished: Bool { host.map { $0.resolution != .pending } ?? true }
 
     /// Takes a new evaluation; returns the old state when it differs, `nil` when not.
     func update(_ new: TargetState) -> TargetState? {

@@ -88,8 +88,8 @@ extension DaemonBackend {
             watch.forget()
             if owner.isEmpty {
                 // The daemon left: no path until it is back.
-                watch.isSettled = true
-                watch.feed.publish(.none, settled: true)
+                watch.isAnswer = true
+                watch.feed.publish(.none, isAnswer: true)
             } else {
                 startPath(watch)
             }
@@ -98,7 +98,7 @@ extension DaemonBackend {
             if owner.isEmpty {
                 // The daemon left: nothing is known until it is back.
                 forget(watch)
-                watch.feed.publish(.unknown, settled: true)
+                watch.feed.publish(.unknown, isAnswer: true)
             } else if watch.isStarting && watch.startedWhileAway {
                 // Sent while the name had no owner: the bus started the service for it, which
                 // answers it (a second start would be a second call for the same hold).

@@ -10,17 +10,18 @@ extension DaemonBackend {
     /// The daemon's path object, followed.
     @LoopActor
     final class PathWatch {
-        let feed: PathFeed
+        let feed: Feed<PathKey>
         var path: ObjectPath?
         var signal: SignalSubscription?
         var invalidated: SignalSubscription?
         var properties: [String: DBusValue] = [:]
-        /// Its properties have been read (`GetAll`) since it was last held.
-        var isSettled = false
+        /// Its properties are a real answer: read (`GetAll`) since it was last held (or there
+        /// are none, its daemon having left).
+        var isAnswer = false
 
-        init(feed: PathFeed) { self.feed = feed }
+        init(feed: Feed<PathKey>) { self.feed = feed }
 
-        func publish() { feed.publish(PathState(properties: properties), settled: isSettled) }
+        func publish() { feed.publish(PathState(properties: properties), isAnswer: isAnswer) }
 
         /// Forgets the object (its daemon left, or a new one came): nothing is followed any more.
         func forget() {
@@ -33,13 +34,15 @@ extension DaemonBackend {
         }
     }
 
-    func openPath(_ feed: PathFeed) {
+    func openPath(_ feed: Feed<PathKey>) {
         let watch = PathWatch(feed: feed)
         pathWatch = watch
+        // Set up at once: a path that cannot be followed is unsatisfied, not an error.
+        feed.opened(nil)
         startPath(watch)
     }
 
-    func closePath(_ feed: PathFeed) {
+    func closePath(_ feed: Feed<PathKey>) {
         guard let watch = pathWatch, watch.feed === feed else { return }
         pathWatch = nil
         watch.signal?.cancel()
@@ -62,7 +65,7 @@ extension DaemonBackend {
             case .success(let values):
                 guard case .objectPath(let path)? = values.first else {
                     self.logger.error("unexpected reply to WatchPath: \(values.signature)")
-                    return watch.feed.publish(.none, settled: true)
+                    return watch.feed.publish(.none, isAnswer: true)
                 }
                 guard self.pathWatch === watch else {
                     // Closed meanwhile: give it back.
@@ -71,14 +74,14 @@ extension DaemonBackend {
                 self.attachPath(watch, at: path)
             case .failure(let error):
                 self.logger.error("WatchPath: \(error)")
-                watch.feed.publish(.none, settled: true)
+                watch.feed.publish(.none, isAnswer: true)
             }
         }
     }
 
     private func attachPath(_ watch: PathWatch, at path: ObjectPath) {
         watch.path = path
-        watch.isSettled = false
+        watch.isAnswer = false
         watch.signal = connection.subscribe(sender: ServiceNames.busName, path: path, interface: Self.properties,
                                             member: "PropertiesChanged") { values in
             guard values.count >= 2, values[0].stringValue == ServiceNames.pathInterface,
@@ -97,10 +100,10 @@ extension DaemonBackend {
             guard let self, self.pathWatch === watch else { return }
             guard case .success(let properties) = result else {
                 self.logger.error("GetAll on \(path.rawValue): \(result)")
-                return watch.feed.publish(.none, settled: true)
+                return watch.feed.publish(.none, isAnswer: true)
             }
             watch.properties = properties
-            watch.isSettled = true
+            watch.isAnswer = true
             watch.publish()
         }
     }

@@ -74,7 +74,7 @@ final class DaemonBackend: FeedBackend {
     /// One target watched through the daemon.
     @LoopActor
     final class Watch {
-        let feed: Feed
+        let feed: Feed<FeedKey>
         /// Its object, once the daemon's reply has named it.
         var path: ObjectPath?
         var properties: [String: DBusValue] = [:]
@@ -84,7 +84,7 @@ final class DaemonBackend: FeedBackend {
         /// The start was sent while the service was away (the bus starts it for the call).
         var startedWhileAway = false
 
-        init(feed: Feed) { self.feed = feed }
+        init(feed: Feed<FeedKey>) { self.feed = feed }
 
         /// A real answer: any state of an address, the internet or a pair; for a host, one
         /// with a known `Status` (before, its first lookup is in flight).
@@ -94,7 +94,7 @@ final class DaemonBackend: FeedBackend {
             return status != ReachabilityStatus.unknown.rawValue
         }
 
-        func publish() { feed.publish(ReachabilityState(properties: properties), settled: isAnswer) }
+        func publish() { feed.publish(ReachabilityState(properties: properties), isAnswer: isAnswer) }
     }
 
     init(logger: Logger) throws(ReachabilityError) {
@@ -142,23 +142,23 @@ final class DaemonBackend: FeedBackend {
 
     // MARK: FeedBackend
 
-    func open(_ feed: Feed) {
+    func open(_ feed: Feed<FeedKey>) {
         if let answer = Runtime.answer(feed.key) {  // never sent here
-            feed.publish(answer, settled: true)
+            feed.publish(answer, isAnswer: true)
             return feed.opened(nil)
         }
         let watch = Watch(feed: feed)
         watches[feed.key] = watch
         if isDisconnected {
             // Nothing is known until the bus is back; then it is watched with the others.
-            feed.publish(.unknown, settled: true)
+            feed.publish(.unknown, isAnswer: true)
             feed.opened(nil)
             return scheduleReconnect()
         }
         start(watch) { error in feed.opened(error) }
     }
 
-    func close(_ feed: Feed) {
+    func close(_ feed: Feed<FeedKey>) {
         guard let watch = watches[feed.key], watch.feed === feed else { return }
         watches[feed.key] = nil
         if let path = watch.path, path != Self.root { release(path) }
@@ -222,7 +222,7 @@ final class DaemonBackend: FeedBackend {
             case .failure(let error):
                 self.logger.error("GetAll on \(path.rawValue): \(error)")
                 // No first answer can come from it: its subscribers hear why (a later one tries again).
-                if !watch.feed.isSettled { watch.feed.fail(ReachabilityError(error)) }
+                if !watch.feed.hasFirstAnswer { watch.feed.fail(ReachabilityError(error)) }
             }
         }
     }

@@ -12,11 +12,11 @@ final class InProcessBackend: FeedBackend {
     private let evaluator: TargetEvaluator
     /// The target evaluated for each feed, and the feed of each target.
     private var targets: [ObjectIdentifier: WatchedTarget] = [:]
-    private var feedsByTarget: [ObjectIdentifier: Feed] = [:]
+    private var feedsByTarget: [ObjectIdentifier: Feed<FeedKey>] = [:]
     /// Work waiting for the first facts.
     private var waitingForFacts: [() -> Void] = []
     /// The path feed, while a path monitor in this process runs.
-    private var pathFeed: PathFeed?
+    private var pathFeed: Feed<PathKey>?
 
     /// Everything it makes logs to `logger` (the library's, the application's).
     init(logger: Logger) throws(ReachabilityError) {
@@ -31,12 +31,12 @@ final class InProcessBackend: FeedBackend {
         }
     }
 
-    func open(_ feed: Feed) {
+    func open(_ feed: Feed<FeedKey>) {
         let target: WatchedTarget
         switch feed.key {
         case .internet: target = WatchedTarget()
         case .input(let input): target = WatchedTarget(input)
-        case .unresolvable: return feed.publish(Runtime.answer(feed.key)!, settled: true)  // never sent here
+        case .unresolvable: return feed.publish(Runtime.answer(feed.key)!, isAnswer: true)  // never sent here
         }
         targets[ObjectIdentifier(feed)] = target
         feedsByTarget[ObjectIdentifier(target)] = feed
@@ -47,16 +47,17 @@ final class InProcessBackend: FeedBackend {
         publish(target)
     }
 
-    func close(_ feed: Feed) {
+    func close(_ feed: Feed<FeedKey>) {
         guard let target = targets.removeValue(forKey: ObjectIdentifier(feed)) else { return }
         feedsByTarget[ObjectIdentifier(target)] = nil
         target.cancel()
         hostTargetsChanged()
     }
 
-    /// The target's state to its feed; settled once the facts were read and a host's first lookup ended.
+    /// The target's state to its feed; a real answer once the facts were read and a host's lookup ended.
     private func publish(_ target: WatchedTarget) {
-        feedsByTarget[ObjectIdentifier(target)]?.publish(target.state, settled: evaluator.hasFacts && target.isSettled)
+        feedsByTarget[ObjectIdentifier(target)]?.publish(target.state,
+                                                         isAnswer: evaluator.hasFacts && target.firstLookupFinished)
     }
 
     private func hostTargetsChanged() {
@@ -65,13 +66,14 @@ final class InProcessBackend: FeedBackend {
 
     /// The evaluator evaluates the paths only while this feed exists; once it has
     /// facts, setting `isPathWanted` makes `pathState` current at once.
-    func openPath(_ feed: PathFeed) {
+    func openPath(_ feed: Feed<PathKey>) {
         pathFeed = feed
         evaluator.isPathWanted = true
-        if evaluator.hasFacts { feed.publish(evaluator.pathState, settled: true) }
+        feed.opened(nil)
+        if evaluator.hasFacts { feed.publish(evaluator.pathState, isAnswer: true) }
     }
 
-    func closePath(_ feed: PathFeed) {
+    func closePath(_ feed: Feed<PathKey>) {
         guard pathFeed === feed else { return }
         pathFeed = nil
         evaluator.isPathWanted = false
@@ -97,16 +99,16 @@ extension InProcessBackend: EvaluationSink {
 
     func targetChanged(_ target: WatchedTarget, from old: TargetState) { publish(target) }
 
-    func lookupSettled(_ target: WatchedTarget) { publish(target) }
+    func lookupFinished(_ target: WatchedTarget) { publish(target) }
 
-    func pathChanged(_ state: PathState) { pathFeed?.publish(state, settled: evaluator.hasFacts) }
+    func pathChanged(_ state: PathState) { pathFeed?.publish(state, isAnswer: evaluator.hasFacts) }
 
     func invalidated(_ reason: InvalidationReason) { pathFeed?.invalidate(reason) }
 
     func evaluationFinished() {
         for target in targets.values { publish(target) }
-        // The first evaluation settles the path (`pathChanged` says nothing if it is still `.none`).
-        pathFeed?.publish(evaluator.pathState, settled: true)
+        // The first evaluation is the path's first answer (`pathChanged` says nothing if it is still `.none`).
+        pathFeed?.publish(evaluator.pathState, isAnswer: true)
         let waiting = waitingForFacts
         waitingForFacts = []
         for work in waiting { work() }

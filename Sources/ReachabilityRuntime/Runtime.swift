@@ -17,14 +17,10 @@ package final class Runtime {
     private var inProcess: InProcessBackend?
     /// Where answers come from, per mode a caller may ask for: chosen once per process.
     private var modes: [ReachabilityMode?: ModeChoice] = [:]
-    private var feeds: [ReachabilityMode: [FeedKey: Feed]] = [:]
+    /// Every feed, of a target or of the paths, by mode and key.
+    private var feeds: [FeedSlot: any AnyFeed] = [:]
     /// The feed each subscription joined.
-    private var feedOfSubscription: [Int: (ReachabilityMode, FeedKey)] = [:]
-    /// Path subscribers whose mode is still being chosen; one that leaves meanwhile is dropped here.
-    var choosingPath: Set<Int> = []
-    /// The per-interface paths, one feed per mode while anyone follows them (see PathFeed.swift).
-    var pathFeeds: [ReachabilityMode: PathFeed] = [:]
-    var pathFeedOfSubscriber: [Int: ReachabilityMode] = [:]
+    private var feedOfSubscription: [Int: FeedSlot] = [:]
     /// The library's log, handed to everything the runtime makes: the application's swift-log
     /// (`ReachabilityLogging`), or standard error with `REACHABILITY_DEBUG`.
     package nonisolated let logger: Logger
@@ -170,10 +166,10 @@ package final class Runtime {
         }
     }
 
-    /// Joins `subscription` to its target's feed (created and opened on first use), once
-    /// the mode is chosen; `established` says whether the target could be watched.
-    func subscribe(_ subscription: Subscription, established: @escaping (ReachabilityError?) -> Void) {
-        if let answer = Self.answer(subscription.key) {
+    /// Joins `subscription` to its topic's feed (created and opened on first use), once
+    /// the mode is chosen; `established` says whether the topic could be watched.
+    func subscribe<Key>(_ subscription: Subscription<Key>, established: @escaping (ReachabilityError?) -> Void) {
+        if let answer = subscription.key.answerWithoutBackend {
             // Nothing to watch: the answer is final, and no backend hears of the name.
             established(nil)
             return subscription.deliver(.success(answer))
@@ -182,11 +178,9 @@ package final class Runtime {
             guard !subscription.isCancelled else { return established(nil) }
             switch result {
             case .success(let mode):
-                let listener = Feed.Listener(receive: { subscription.deliver(.success($0)) },
-                                             end: { subscription.deliver(.failure($0)) }, established: established)
-                self.join(subscription.id, subscription.key, mode: mode, listener)
+                self.join(subscription.id, subscription.key, mode: mode, subscription.listener(established: established))
             case .failure(let error):
-                self.logger.debug("cannot watch \(subscription.key.target): \(error)")
+                self.logger.debug("cannot watch \(subscription.key.logName): \(error)")
                 established(error)
                 subscription.deliver(.failure(error))
             }
@@ -195,7 +189,7 @@ package final class Runtime {
 
     /// Adds `listener` to the feed of `key` in `mode`, made and opened on first use. A feed
     /// whose watch could not be set up, or ended, is forgotten: a later subscriber tries again.
-    private func join(_ id: Int, _ key: FeedKey, mode: ReachabilityMode, _ listener: Feed.Listener) {
+    private func join<Key>(_ id: Int, _ key: Key, mode: ReachabilityMode, _ listener: Feed<Key>.Listener) {
         let backend: FeedBackend
         switch self.backend(mode) {
         case .success(let made): backend = made
@@ -203,30 +197,34 @@ package final class Runtime {
             listener.established(error)
             return listener.end(error)
         }
-        feedOfSubscription[id] = (mode, key)
-        if let feed = feeds[mode]?[key] { return feed.add(id, listener) }
-        logger.debug("watching \(key.target) (\(mode))")
+        let slot = FeedSlot(mode: mode, key: key)
+        feedOfSubscription[id] = slot
+        if let feed = feed(key, mode) { return feed.add(id, listener) }
+        logger.debug("watching \(key.logName) (\(mode))")
         let feed = Feed(key: key)
-        feeds[mode, default: [:]][key] = feed
+        feeds[slot] = feed
         feed.ended = { [unowned self, unowned feed] in
-            guard self.feeds[mode]?[key] === feed else { return }
-            self.feeds[mode]?[key] = nil
-            backend.close(feed)
+            guard self.feeds[slot] === feed else { return }
+            self.feeds[slot] = nil
+            Key.close(feed, in: backend)
         }
         feed.add(id, listener)
-        backend.open(feed)
+        Key.open(feed, in: backend)
     }
 
-    func unsubscribe(_ subscription: Subscription) { unsubscribe(subscription.id) }
+    /// The feed of `key` in `mode`, if this process has one.
+    private func feed<Key>(_ key: Key, _ mode: ReachabilityMode) -> Feed<Key>? {
+        feeds[FeedSlot(mode: mode, key: key)] as? Feed<Key>
+    }
+
+    func unsubscribe<Key>(_ subscription: Subscription<Key>) { unsubscribe(subscription.id) }
 
     private func unsubscribe(_ id: Int) {
-        guard let (mode, key) = feedOfSubscription.removeValue(forKey: id), let feed = feeds[mode]?[key] else {
-            return
-        }
+        guard let slot = feedOfSubscription.removeValue(forKey: id), let feed = feeds[slot] else { return }
         feed.remove(id)
         guard feed.isEmpty else { return }
-        feeds[mode]?[key] = nil
-        try? backend(mode).get().close(feed)
+        feeds[slot] = nil
+        if let backend = try? backend(slot.mode).get() { feed.close(in: backend) }
     }
 
     /// One answer for `key`: a feed's of this process when it has one (no bus call), else the
@@ -238,7 +236,7 @@ package final class Runtime {
         mode(requested) { [unowned self] result in
             switch result.flatMap({ mode in self.backend(mode).map { (mode, $0) } }) {
             case .success(let (mode, backend)):
-                if let feed = self.feeds[mode]?[key], feed.isSettled { return completion(.success(feed.state)) }
+                if let feed = self.feed(key, mode), feed.hasFirstAnswer { return completion(.success(feed.state)) }
                 guard mode == .daemon, case .input(.pair) = key else { return backend.query(key, completion) }
                 let id = Self.newID()
                 var answered = false
@@ -249,8 +247,9 @@ package final class Runtime {
                     // Later: not inside the feed's delivery.
                     Runtime.send { runtime in runtime.unsubscribe(id) }
                 }
-                self.join(id, key, mode: mode, Feed.Listener(receive: { once(.success($0)) },
-                                                             end: { once(.failure($0)) }, established: { _ in }))
+                let listener = Feed<FeedKey>.Listener(receive: { once(.success($0)) },
+                                                      end: { once(.failure($0)) }, established: { _ in })
+                self.join(id, key, mode: mode, listener)
             case .failure(let error):
                 completion(.failure(error))
             }
@@ -272,6 +271,12 @@ package final class Runtime {
         case .failure(let error): completion(.failure(error))
         }
     }
+}
+
+/// Where a feed is kept: its mode and its key (a target's, or the paths').
+struct FeedSlot: Hashable {
+    let mode: ReachabilityMode
+    let key: AnyHashable
 }
 
 /// One choice of where answers come from, made once: until the bus has answered,

@@ -222,7 +222,7 @@ public final class Daemon {
 extension Daemon: EvaluationEvents {
     /// The first evaluation from every source's first answer is the one to be ready with.
     public func evaluationFinished() {
-        if !isServing && requests.evaluator.isSettled { serve(waitedTooLong: false) }
+        if !isServing && requests.evaluator.everySourceAnswered { serve(waitedTooLong: false) }
     }
 
     public func factsReloaded(_ facts: NetworkFacts) {

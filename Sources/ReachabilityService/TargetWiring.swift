@@ -18,7 +18,7 @@ protocol EvaluationEvents: AnyObject {
 ///
 /// A new target is evaluated before it is exported (its `InterfacesAdded` carries its
 /// real state) and looked up after; a change of a target's state reaches its exported
-/// object, which announces it, and the metrics; a host's settled lookup answers the
+/// object, which announces it, and the metrics; a host's finished lookup answers the
 /// `Refresh` calls waiting for it; a caller that starts holding a target shared
 /// already gets its own answer when the uid rules route it otherwise. The rest goes
 /// on to `daemon`.
@@ -77,7 +77,7 @@ final class TargetWiring: EvaluationSink {
         metrics.targetChanged(target)
     }
 
-    func lookupSettled(_ target: WatchedTarget) { object(for: target)?.answerWaitingCalls() }
+    func lookupFinished(_ target: WatchedTarget) { object(for: target)?.answerWaitingCalls() }
 
     func holdingUsers(of target: WatchedTarget) -> [UserID] {
         // The root's internet is everybody's, held by nobody.

@@ -13,14 +13,25 @@ public typealias NetworkInvalidationReason = ReachabilityCore.InvalidationReason
 /// or made again. The daemon's `Path.Invalidated`, or the same engine's in-process. Once per
 /// event, on `queue`, until `cancel()` (or the monitor goes).
 public final class NetworkInvalidationMonitor: Sendable {
-    private let id: Int
+    /// The path feed's subscription: each update that counts a new invalidation is one event.
+    private let subscription: Subscription<PathKey>
 
     public init(queue: DispatchQueue = .main, handler: @escaping @Sendable (NetworkInvalidationReason) -> Void) {
-        id = PathUpdates.subscribeInvalidations { reason in queue.async { handler(reason) } }
+        // The first update is the current one: the invalidations it counts came before.
+        let seen = Guarded<Int?>(nil)
+        subscription = Subscription(PathKey(), mode: nil, on: queue) { result in
+            guard case .success(let update) = result else { return }
+            let isNew = seen.withLock { seen in
+                defer { seen = update.invalidationCount }
+                return seen.map { update.invalidationCount > $0 } ?? false
+            }
+            if isNew, let reason = update.lastInvalidation { handler(reason) }
+        }
+        subscription.start()
     }
 
-    /// Stops the events: none is delivered after one already on its way to the queue.
-    public func cancel() { PathUpdates.unsubscribe(id) }
+    /// Stops the events: none is delivered after this returns (one already running finishes).
+    public func cancel() { subscription.cancel() }
 
     deinit { cancel() }
 }

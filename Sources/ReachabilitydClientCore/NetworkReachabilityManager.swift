@@ -87,7 +87,7 @@ open class NetworkReachabilityManager: @unchecked Sendable {
     let requestedMode: ReachabilityMode?
 
     private struct Listening {
-        let subscription: Subscription
+        let subscription: Subscription<FeedKey>
         let queue: DispatchQueue
         let listener: Listener
         var previousStatus: NetworkReachabilityStatus?
@@ -239,7 +239,7 @@ open class NetworkReachabilityManager: @unchecked Sendable {
 
     /// Stops the listener; the daemon's target is released once nobody in this process watches it.
     open func stopListening() {
-        let subscription = listening.withLock { state -> Subscription? in
+        let subscription = listening.withLock { state -> Subscription<FeedKey>? in
             defer { state = nil }
             return state?.subscription
         }

@@ -69,7 +69,7 @@ extension SCNetworkReachability {
     /// Stops delivering. With `loop`, only to that run loop and mode (the reference stays
     /// scheduled while another remains). Returns once no callback runs on another thread.
     package func unschedule(queue: Bool, loop: (CFRunLoop, CFString)?) -> Bool {
-        let ended: Subscription?? = withState { state in
+        let ended: Subscription<FeedKey>?? = withState { state in
             guard let subscription = state.subscription, (state.queue != nil) == queue else { return nil }
             if let loop {
                 state.runLoops.removeAll { $0.isSame(loop) }

@@ -96,7 +96,7 @@ public final class SCNetworkReachability: NSObject, Sendable {
         var queue: CalloutQueue?
         var runLoops: [ScheduledLoop] = []
         /// The runtime's subscription while scheduled.
-        var subscription: Subscription?
+        var subscription: Subscription<FeedKey>?
         /// The system's reference to this one while scheduled.
         var hold: Hold?
         var callouts = ReachabilityCallouts()

@@ -106,12 +106,12 @@ final class ManagerTests: XCTestCase {
         let atStart = manager.status
         XCTAssertNotEqual(atStart, .unknown, "the flags are known before listening")
         let statuses = Mutex<[Status]>([])
-        let settled = expectation(description: "the target's own answer (not reachable) is heard")
+        let ownAnswer = expectation(description: "the target's own answer (not reachable) is heard")
         XCTAssertTrue(manager.startListening(onQueue: DispatchQueue(label: "listener")) { status in
             statuses.withLock { $0.append(status) }
-            if status == .notReachable { settled.fulfill() }
+            if status == .notReachable { ownAnswer.fulfill() }
         })
-        wait(for: [settled], timeout: timeout)
+        wait(for: [ownAnswer], timeout: timeout)
         XCTAssertEqual(statuses.withLock { $0.first }, atStart, "the first call has the flags at start")
         manager.stopListening()
     }

@@ -3,47 +3,79 @@ import Synchronization
 import Testing
 @testable import NetworkPath
 import ReachabilityCore
+import ReachabilityLoop
+@testable import ReachabilityRuntime
 
-/// A feed driven by the test: `send` delivers to every subscriber at once, the
-/// way the library's thread does; a new subscriber gets the latest state.
+/// Runs `body` on the library's loop and waits for it (never from the loop itself).
+private func onLoop<T: Sendable>(_ body: @escaping @LoopActor @Sendable () -> T) -> T {
+    let done = DispatchSemaphore(value: 0)
+    let result = Mutex<T?>(nil)
+    Task { @LoopActor in
+        let value = body()
+        result.withLock { $0 = value }
+        done.signal()
+    }
+    done.wait()
+    return result.withLock { $0! }
+}
+
+/// The library's own path feed and subscriptions, driven by the test: `send` publishes
+/// a real answer on the library's thread, which delivers to every subscription at once;
+/// a new subscriber gets the latest state.
 private final class FakeFeed: Sendable {
+    private let feed: Feed<PathKey>
     private struct State {
-        var subscribers: [Int: @Sendable (PathState) -> Void] = [:]
-        var latest: PathState?
-        var nextID = 0
+        var subscriptions: [Subscription<PathKey>] = []
         var unsubscribed: [Int] = []
     }
     private let state = Mutex(State())
 
+    init() {
+        LoopThread.start()
+        feed = onLoop {
+            let feed = Feed(key: PathKey())
+            feed.opened(nil)
+            return feed
+        }
+    }
+
     var source: PathSource {
-        PathSource(
-            subscribe: { receive in
-                let (id, latest) = self.state.withLock { s in
-                    s.nextID += 1
-                    s.subscribers[s.nextID] = receive
-                    return (s.nextID, s.latest)
-                }
-                if let latest { receive(latest) }
-                return id
-            },
-            unsubscribe: { id in
-                self.state.withLock { s in
-                    s.subscribers[id] = nil
-                    s.unsubscribed.append(id)
-                }
-            })
+        PathSource { handler in
+            let subscription = Subscription(PathKey(), mode: nil, on: nil, handler)
+            self.state.withLock { $0.subscriptions.append(subscription) }
+            let feed = self.feed
+            onLoop { feed.add(subscription.id, subscription.listener(established: { _ in })) }
+            return subscription
+        }
     }
 
     func send(_ new: PathState) {
-        let receivers = state.withLock { s in
-            s.latest = new
-            return Array(s.subscribers.values)
-        }
-        for receive in receivers { receive(new) }
+        leave()
+        let feed = self.feed
+        onLoop { feed.publish(new, isAnswer: true) }
     }
 
-    var subscriberCount: Int { state.withLock { $0.subscribers.count } }
-    var unsubscribed: [Int] { state.withLock { $0.unsubscribed } }
+    /// Lets the cancelled subscriptions go, as the runtime does on its loop.
+    private func leave() {
+        let gone = state.withLock { s -> [Int] in
+            let gone = s.subscriptions.filter(\.isCancelled).map(\.id)
+            s.subscriptions.removeAll(where: \.isCancelled)
+            s.unsubscribed += gone
+            return gone
+        }
+        guard !gone.isEmpty else { return }
+        let feed = self.feed
+        onLoop { for id in gone { feed.remove(id) } }
+    }
+
+    var subscriberCount: Int {
+        leave()
+        return state.withLock { $0.subscriptions.count }
+    }
+    var unsubscribed: [Int] {
+        leave()
+        return state.withLock { $0.unsubscribed }
+    }
 }
 
 /// The paths a handler was given, in order.
@@ -250,5 +282,48 @@ struct MonitorTests {
         #expect(await task.value >= 0)
         while feed.subscriberCount != 0 { await Task.yield() }
         #expect(feed.unsubscribed.count == 1)
+    }
+
+    @Test("cancel from another thread races the updates: no handler call starts after it returns")
+    func cancelRacesUpdates() {
+        var delivered = 0
+        for round in 0..<50 {
+            let feed = FakeFeed()
+            let monitor = NWPathMonitor(.any, source: feed.source)
+            let returned = Mutex(false)
+            let late = Mutex(0)
+            let calls = Mutex(0)
+            monitor.pathUpdateHandler = { _ in
+                if returned.withLock({ $0 }) { late.withLock { $0 += 1 } }
+                calls.withLock { $0 += 1 }
+            }
+            let queue = DispatchQueue(label: "monitor")
+            monitor.start(queue: queue)
+            let cancelled = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                for _ in 0..<(round * 100) { _ = calls.withLock { $0 } }
+                monitor.cancel()
+                returned.withLock { $0 = true }
+                cancelled.signal()
+            }
+            for number in 0..<100 {
+                feed.send(PathState(interfaces: [PathInterface(name: "eth\(number)", index: Int32(number),
+                                                               type: .ethernet, usableIPv4: true)],
+                                    flags: [.reachable], dnsConfigured: true))
+            }
+            cancelled.wait()
+            drain(queue)
+            // At most the one call already past the monitor's check when cancel returned.
+            #expect(late.withLock { $0 } <= 1, "round \(round): handler calls started after cancel returned")
+            delivered += calls.withLock { $0 }
+        }
+        #expect(delivered > 0)
+    }
+
+    @Test("without a source of facts (no subscription possible), the path is unsatisfied")
+    func failureIsUnsatisfied() {
+        let failed = NWPath(Result<PathUpdate, ReachabilityError>.failure(.serviceUnavailable("none")),
+                            requirement: .any)
+        #expect(failed == NWPath.unsatisfied)
     }
 }

@@ -9,10 +9,10 @@ import Testing
 private final class Watching: EvaluationSink {
     var targets: [WatchedTarget] = []
     private(set) var changes: [(name: String, state: TargetState)] = []
-    private(set) var settled: [String] = []
+    private(set) var finished: [String] = []
     var evaluatedTargets: [WatchedTarget] { targets }
     func targetChanged(_ target: WatchedTarget, from old: TargetState) { changes.append((target.name, target.state)) }
-    func lookupSettled(_ target: WatchedTarget) { settled.append(target.name) }
+    func lookupFinished(_ target: WatchedTarget) { finished.append(target.name) }
 }
 
 private let eth0 = LinkFact(index: 2, name: "kveth0", isUp: true, hasCarrier: true, operState: .up,
@@ -44,13 +44,13 @@ struct HostTargetTests {
         evaluator.networkChanged()
         #expect(resolver.pending.map(\.host) == ["example.com"])
         #expect(resolver.pending.first?.owner == 1000, "charged to the first holder")
-        #expect(host.state == .unknown && !host.isSettled && sink.settled.isEmpty)
+        #expect(host.state == .unknown && !host.firstLookupFinished && sink.finished.isEmpty)
 
         #expect(resolver.answer("example.com", ["198.51.100.80"]))
-        #expect(host.isSettled && host.state.flags == .reachable && host.state.interface == "kveth0")
+        #expect(host.firstLookupFinished && host.state.flags == .reachable && host.state.interface == "kveth0")
         #expect(host.host?.resolution == .resolved([try IPAddress(parsing: "198.51.100.80")]))
         #expect(sink.changes.map(\.state.flags) == [.reachable])
-        #expect(sink.settled == ["example.com"])
+        #expect(sink.finished == ["example.com"])
     }
 
     @Test("a failed lookup is an answer: not reachable, in the resolver's words")
@@ -60,9 +60,9 @@ struct HostTargetTests {
         sink.targets = [host]
         evaluator.networkChanged()
         #expect(resolver.fail("nowhere.example", "Name or service not known"))
-        #expect(host.isSettled && host.state.flags == [] && host.state.reason == .lookupFailed)
+        #expect(host.firstLookupFinished && host.state.flags == [] && host.state.reason == .lookupFailed)
         #expect(host.state.error == "Name or service not known")
-        #expect(sink.settled == ["nowhere.example"])
+        #expect(sink.finished == ["nowhere.example"])
     }
 
     @Test("a change during a lookup looks up once more when it ends; the waiting hear only the last answer")
@@ -75,9 +75,9 @@ struct HostTargetTests {
         #expect(resolver.lookups.count == 1, "one lookup in flight at a time")
         #expect(resolver.answer("example.com", ["192.0.2.99"]))
         #expect(host.state.flags == [], "the first answer is applied at once (no route to it)")
-        #expect(sink.settled.isEmpty && resolver.pending.count == 1, "and a second lookup follows")
+        #expect(sink.finished.isEmpty && resolver.pending.count == 1, "and a second lookup follows")
         #expect(resolver.answer("example.com", ["198.51.100.80"]))
-        #expect(host.state.flags == .reachable && sink.settled == ["example.com"])
+        #expect(host.state.flags == .reachable && sink.finished == ["example.com"])
         #expect(resolver.pending.isEmpty)
     }
 
@@ -90,7 +90,7 @@ struct HostTargetTests {
         sink.targets = [host] + others
         evaluator.networkChanged()
         #expect(resolver.lookups.map(\.host) == ["example.com"])
-        #expect(others.allSatisfy { $0.isSettled && $0.host == nil })
+        #expect(others.allSatisfy { $0.firstLookupFinished && $0.host == nil })
         host.cancel()
         #expect(resolver.lookups.first?.isCancelled == true)
         #expect(!resolver.answer("example.com", ["198.51.100.80"]) && host.state == .unknown)
@@ -141,7 +141,7 @@ struct HostTargetTests {
         let failed = MonotonicClock.microseconds()
         #expect(resolver.fail("example.com", Self.temporaryFailure, temporary: true))
         #expect(host.state.flags == [] && host.state.reason == .lookupFailed && host.state.error == Self.temporaryFailure)
-        #expect(sink.settled == ["example.com"], "told at once: the waiting hear the answer there is")
+        #expect(sink.finished == ["example.com"], "told at once: the waiting hear the answer there is")
         #expect(resolver.pending.isEmpty && evaluator.schedule.count == 1)
         let first = try #require(evaluator.schedule.deadline)
         #expect(first - failed >= 500_000 && first - failed < 600_000, "the first retry half a second later")

@@ -62,7 +62,7 @@ final class RecordedNetwork: NetworkFactSource {
     func dnsConfigured() -> Bool { true }
     func follow(gateways: Set<String>) { followed.formUnion(gateways) }
     /// Whether every source gave its first answer (a live source waits for NetworkManager's).
-    var isSettled = true
+    var hasFirstAnswer = true
 }
 
 /// The evaluator's sink: the internet target alone.
@@ -134,17 +134,17 @@ struct RecordedNetworkTests {
         #expect(withoutLifetime.nextExpiry == nil, "a route without a lifetime arms nothing")
     }
 
-    @Test("ready: an evaluation counts as the first answer only once the source is settled")
-    @LoopActor func settledOnlyWithTheSource() {
+    @Test("ready: an evaluation counts as the first answer only once the source has given its own")
+    @LoopActor func firstAnswerOnlyWithTheSource() {
         let network = RecordedNetwork(links: [eth0])
         network.internet(.ipv4, via0)
-        network.isSettled = false
+        network.hasFirstAnswer = false
         let (evaluator, sink) = evaluator(network)
-        #expect(evaluator.hasFacts && !evaluator.isSettled, "facts read, but not from every source")
-        network.isSettled = true
-        #expect(!evaluator.isSettled, "settled by the next evaluation, not by the source alone")
+        #expect(evaluator.hasFacts && !evaluator.everySourceAnswered, "facts read, but not from every source")
+        network.hasFirstAnswer = true
+        #expect(!evaluator.everySourceAnswered, "known from the next evaluation, not from the source alone")
         evaluator.networkChanged()
-        #expect(evaluator.isSettled && sink.internet.state.flags == .reachable)
+        #expect(evaluator.everySourceAnswered && sink.internet.state.flags == .reachable)
     }
 
     @Test("reload: everything evaluated again, every cached route asked again")

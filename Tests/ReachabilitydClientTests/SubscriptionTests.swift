@@ -20,8 +20,8 @@ struct SubscriptionTests {
         var all: [String] { events.withLock { $0 } }
         func append(_ event: String) { events.withLock { $0.append(event) } }
 
-        @LoopActor func listener() -> Feed.Listener {
-            Feed.Listener(receive: { self.append("state \($0.flags.map { "\($0.rawValue)" } ?? "-")") },
+        @LoopActor func listener() -> Feed<FeedKey>.Listener {
+            Feed<FeedKey>.Listener(receive: { self.append("state \($0.flags.map { "\($0.rawValue)" } ?? "-")") },
                           end: { self.append("end \($0.message)") },
                           established: { self.append($0.map { "failed \($0.message)" } ?? "established") })
         }
@@ -32,39 +32,39 @@ struct SubscriptionTests {
 
     @Test("nothing before the first real answer; then the current state to each newcomer, and each change once")
     @LoopActor func firstAnswer() {
-        let feed = Feed(key: .internet)
+        let feed = Feed<FeedKey>(key: .internet)
         let first = Heard()
         feed.add(1, first.listener())
         feed.opened(nil)
-        feed.publish(.unknown, settled: false)
-        feed.publish(Self.reachable, settled: false)
+        feed.publish(.unknown, isAnswer: false)
+        feed.publish(Self.reachable, isAnswer: false)
         #expect(first.all == ["established"])
-        feed.publish(Self.reachable, settled: true)
+        feed.publish(Self.reachable, isAnswer: true)
         #expect(first.all == ["established", "state 2"])
-        feed.publish(Self.reachable, settled: true)
+        feed.publish(Self.reachable, isAnswer: true)
         let second = Heard()
         feed.add(2, second.listener())
         #expect(second.all == ["established", "state 2"])
-        feed.publish(Self.notReachable, settled: false)  // once settled, every change counts
+        feed.publish(Self.notReachable, isAnswer: false)  // after the first answer, every change counts
         #expect(first.all == ["established", "state 2", "state 0"] && second.all.last == "state 0")
     }
 
-    @Test("a first answer equal to the state before it still settles the feed and is heard")
+    @Test("a first answer equal to the state before it is still the first answer, and heard")
     @LoopActor func firstAnswerUnknown() {
-        let feed = Feed(key: .internet)
+        let feed = Feed<FeedKey>(key: .internet)
         let heard = Heard()
         feed.add(1, heard.listener())
         feed.opened(nil)
-        feed.publish(.unknown, settled: true)
+        feed.publish(.unknown, isAnswer: true)
         #expect(heard.all == ["established", "state -"])
     }
 
     @Test("a listener that joins while the watch is set up hears the answer once it is")
     @LoopActor func whileOpening() {
-        let feed = Feed(key: .internet)
+        let feed = Feed<FeedKey>(key: .internet)
         let heard = Heard()
         feed.add(1, heard.listener())
-        feed.publish(Self.reachable, settled: true)
+        feed.publish(Self.reachable, isAnswer: true)
         #expect(heard.all.isEmpty)
         feed.opened(nil)
         #expect(heard.all == ["established", "state 2"])
@@ -72,7 +72,7 @@ struct SubscriptionTests {
 
     @Test("a watch that cannot be set up, or ends, ends every listener once; the runtime is told")
     @LoopActor func failure() {
-        let feed = Feed(key: .internet)
+        let feed = Feed<FeedKey>(key: .internet)
         let ended = Mutex(0)
         feed.ended = { ended.withLock { $0 += 1 } }
         let heard = Heard()
@@ -81,13 +81,13 @@ struct SubscriptionTests {
         #expect(heard.all == ["failed limit", "end limit"])
         #expect(ended.withLock { $0 } == 1 && feed.isEmpty)
 
-        let open = Feed(key: .internet)
+        let open = Feed<FeedKey>(key: .internet)
         let later = Heard()
         open.add(1, later.listener())
         open.opened(nil)
-        open.publish(Self.reachable, settled: true)
+        open.publish(Self.reachable, isAnswer: true)
         open.fail(.serviceUnavailable("gone"))
-        open.publish(Self.notReachable, settled: true)
+        open.publish(Self.notReachable, isAnswer: true)
         #expect(later.all == ["established", "state 2", "end gone"])
     }
 
@@ -95,7 +95,7 @@ struct SubscriptionTests {
     @LoopActor func subscription() async {
         let queue = DispatchQueue(label: "subscription-test")
         let heard = Heard()
-        let subscription = Subscription(.internet, mode: .inProcess, on: queue) { result in
+        let subscription = Subscription(FeedKey.internet, mode: .inProcess, on: queue) { result in
             dispatchPrecondition(condition: .onQueue(queue))
             switch result {
             case .success(let state): heard.append("state \(state.flags.map { "\($0.rawValue)" } ?? "-")")
@@ -113,7 +113,7 @@ struct SubscriptionTests {
 
         // Answers handed to the queue while it is busy; cancelled before it runs them: none runs.
         let quiet = Heard()
-        let cancelled = Subscription(.internet, mode: .inProcess, on: queue) { _ in quiet.append("called") }
+        let cancelled = Subscription(FeedKey.internet, mode: .inProcess, on: queue) { _ in quiet.append("called") }
         let busy = DispatchSemaphore(value: 0)
         queue.async { busy.wait() }
         cancelled.deliver(.success(Self.reachable))
@@ -126,22 +126,22 @@ struct SubscriptionTests {
 
     @Test("through the daemon, any state of an address is an answer; a host's only once its Status is known")
     @LoopActor func daemonAnswer() throws {
-        let host = DaemonBackend.Watch(feed: Feed(key: try ReachabilityTarget.host("example.com").key()))
+        let host = DaemonBackend.Watch(feed: Feed<FeedKey>(key: try ReachabilityTarget.host("example.com").key()))
         #expect(!host.isAnswer)
         host.properties = ["Status": .int32(-1), "Flags": .uint32(0)]
         #expect(!host.isAnswer)
         host.publish()
-        #expect(!host.feed.isSettled)
+        #expect(!host.feed.hasFirstAnswer)
         host.properties = ["Status": .int32(0), "Flags": .uint32(0)]
         #expect(host.isAnswer)
         host.publish()
-        #expect(host.feed.isSettled && host.feed.state.flags == [])
+        #expect(host.feed.hasFirstAnswer && host.feed.state.flags == [])
 
-        let address = DaemonBackend.Watch(feed: Feed(key: try ReachabilityTarget.address("192.0.2.1").key()))
+        let address = DaemonBackend.Watch(feed: Feed<FeedKey>(key: try ReachabilityTarget.address("192.0.2.1").key()))
         address.properties = ["Status": .int32(-1), "Flags": .uint32(0)]
         #expect(address.isAnswer)
         address.publish()
-        #expect(address.feed.isSettled && address.feed.state.flags == nil)
+        #expect(address.feed.hasFirstAnswer && address.feed.state.flags == nil)
     }
 
     @Test("the mode is chosen once: later callers get it at once; a failure is not kept")
