@@ -1,5 +1,6 @@
 import CDBus
 import Glibc
+import ReachabilityCore
 import ReachabilityLoop
 
 /// How a connection takes in a flood and lets its answers out, so that one caller's
@@ -18,49 +19,45 @@ import ReachabilityLoop
 ///   Serving resumes when the socket can be written to again — an event, not a timer;
 /// - a serving connection's socket holds only a few answers (`Limits.sendBuffer`), so that line is
 ///   short where nothing can reorder it.
+///
+/// What is decided — whether to read ahead, serve at once, wait for the socket — the
+/// scheduler decides (`CallScheduler`); here the bytes move, and the socket and libdbus's
+/// queues are read for it (`SocketGauge`).
 extension BusConnection {
-    // The bounds (`limits`): `dispatchBatch` messages a turn, so that a flood cannot starve
-    // NetworkManager, netlink or the timers; `readsPerTurn` reads ahead (libdbus reads about
-    // 2 KiB a time); read ahead only after `floodedAfter` messages in a turn (below it a call is
-    // served as soon as it is read); behind past `outgoingBehind` bytes in libdbus's outgoing
-    // queue (the socket is full: libdbus writes into it at once and keeps only what it did not take).
-
     /// Dispatches what libdbus has read, reading ahead while calls keep coming; then, if
     /// anything is left, comes back in the next turn of the loop.
     func dispatchTurn() {
         var dispatched = 0
         var reads = 0
-        while dispatched < limits.dispatchBatch {
-            if dbus_connection_get_dispatch_status(raw) != DBUS_DISPATCH_DATA_REMAINS {
-                guard dispatched >= limits.floodedAfter, reads < limits.readsPerTurn, bytesWaitingToBeRead > 0 else {
-                    return
-                }
+        while true {
+            switch callers.scheduler.dispatchStep(dispatched: dispatched, reads: reads, flow) {
+            case .dispatch:
+                _ = dbus_connection_dispatch(raw)
+                dispatched += 1
+            case .readAhead:
                 reads += 1
                 // Reads what is there (and writes what can be written), without blocking.
                 _ = dbus_connection_read_write(raw, 0)
-                continue
+            case .done:
+                return
+            case .nextTurn:
+                return scheduleDispatch()
             }
-            _ = dbus_connection_dispatch(raw)
-            dispatched += 1
         }
-        scheduleDispatch()
     }
 
-    /// Whether an incoming call should wait its turn in the callers' queue rather than be
-    /// served at once: more calls have been read behind it, or the answers are not leaving.
-    var isFlooded: Bool {
-        dbus_connection_get_dispatch_status(raw) == DBUS_DISPATCH_DATA_REMAINS || isWritingBehind
-    }
+    /// What the scheduler sees of this connection's socket and queues.
+    var flow: SocketGauge { SocketGauge(raw: raw) }
 
     /// Whether the answers already made wait to be written (the socket is full).
-    var isWritingBehind: Bool { dbus_connection_get_outgoing_size(raw) > limits.outgoingBehind }
+    var isWritingBehind: Bool { callers.scheduler.isWritingBehind(flow) }
 
     /// Serving waits until the socket can be written to; then what is queued is served
     /// again. False when there is no socket to watch (not expected of a bus connection):
     /// then serving goes on.
     func waitForOutput() -> Bool {
         guard outputWatch == nil else { return true }
-        guard let fd = socket else { return false }
+        guard let fd = flow.socket else { return false }
         outputWatch = Sources.writable(fd: fd) { [unowned self] in
             // libdbus's own watch on the same socket writes what it holds, a part a turn.
             guard !self.isWritingBehind else { return true }
@@ -71,20 +68,6 @@ extension BusConnection {
         return true
     }
 
-    /// Whether messages the bus has sent wait to be read or dispatched: an answer may be
-    /// among them.
-    var isReadingBehind: Bool {
-        dbus_connection_get_dispatch_status(raw) == DBUS_DISPATCH_DATA_REMAINS || bytesWaitingToBeRead > 0
-    }
-
-    /// Bytes the bus has written to this connection that it has not read yet. Wraps
-    /// `ioctl(FIONREAD)` on libdbus's socket.
-    private var bytesWaitingToBeRead: Int32 {
-        guard let fd = socket else { return 0 }
-        var count: Int32 = 0
-        return ioctl(fd, UInt(FIONREAD), &count) == 0 ? count : 0
-    }
-
     /// The socket's send buffer a serving connection asks for (`limits.sendBuffer`; the kernel doubles it, and
     /// charges each message's bookkeeping to it): a few answers. An answer the bus has not
     /// read waits there, in line, ahead of every later one — with the default (208 KiB) a
@@ -93,15 +76,34 @@ extension BusConnection {
     /// the callers' queue decides what is answered next. Throughput is the bus's either way.
     /// Makes the socket's send buffer that. Wraps `setsockopt(SO_SNDBUF)`.
     func limitSendBuffer() {
-        guard let fd = socket else { return }
-        var size = Int32(limits.sendBuffer)
+        guard let fd = flow.socket else { return }
+        var size = Int32(callers.scheduler.sendBuffer)
         _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
+}
+
+/// A libdbus connection's socket and queues, read when the scheduler asks.
+struct SocketGauge: FlowGauge {
+    let raw: OpaquePointer
+
+    /// Whether libdbus has read messages not yet dispatched. Wraps `dbus_connection_get_dispatch_status`.
+    var messagesWaiting: Bool { dbus_connection_get_dispatch_status(raw) == DBUS_DISPATCH_DATA_REMAINS }
+
+    /// Bytes in libdbus's outgoing queue: libdbus writes into the socket at once and keeps only
+    /// what it did not take. Wraps `dbus_connection_get_outgoing_size`.
+    var outgoingBytes: Int { Int(dbus_connection_get_outgoing_size(raw)) }
+
+    /// Bytes the bus has written to this connection that it has not read yet. Wraps
+    /// `ioctl(FIONREAD)` on libdbus's socket.
+    var bytesToRead: Int {
+        guard let fd = socket else { return 0 }
+        var count: Int32 = 0
+        return ioctl(fd, UInt(FIONREAD), &count) == 0 ? Int(count) : 0
     }
 
     /// The connection's socket. Wraps `dbus_connection_get_socket`.
-    private var socket: Int32? {
+    var socket: Int32? {
         var fd: Int32 = -1
         return dbus_connection_get_socket(raw, &fd) != 0 && fd >= 0 ? fd : nil
     }
 }
-

@@ -1,7 +1,6 @@
 import CDBus
 import CGLib
 import Glibc
-import ReachabilityCore
 import ReachabilityLoop
 
 /// libdbus watch and timeout callbacks on GLib sources. The source id is kept
@@ -11,7 +10,7 @@ import ReachabilityLoop
 @LoopActor
 enum LoopGlue {
     nonisolated static let addWatch: DBusAddWatchFunction = { watch, data in
-        LoopActor.assumeIsolated((watch!, data.map(OpaquePointer.init))) {
+        LoopActor.assumeIsolated((watch!, data.map { Unmanaged<BusConnection>.fromOpaque($0) })) {
             connections[$0.0] = $0.1
             enable(watch: $0.0)
         }
@@ -25,12 +24,9 @@ enum LoopGlue {
         }
     }
 
-    /// The libdbus connection of each watch (the data given to `dbus_connection_set_watch_functions`).
-    static var connections: [OpaquePointer: OpaquePointer] = [:]
-
-    /// Each connection's reads at most in one readable event while a message is read
-    /// (`Limits.readsPerMessageTurn`), by libdbus connection.
-    static var readsPerMessageTurn: [OpaquePointer: Int] = [:]
+    /// The connection of each watch (the data given to `dbus_connection_set_watch_functions`:
+    /// not retained, as the connection removes its watches before it goes).
+    static var connections: [OpaquePointer: Unmanaged<BusConnection>] = [:]
 
     nonisolated static let toggleWatch: DBusWatchToggledFunction = { watch, _ in
         LoopActor.assumeIsolated(watch!) { watch in
@@ -63,11 +59,13 @@ enum LoopGlue {
         if condition.rawValue & G_IO_HUP.rawValue != 0 { flags |= UInt32(DBUS_WATCH_HANGUP.rawValue) }
         if condition.rawValue & G_IO_ERR.rawValue != 0 { flags |= UInt32(DBUS_WATCH_ERROR.rawValue) }
         LoopActor.assumeIsolated(OpaquePointer(data!)) { watch in
-            guard flags & UInt32(DBUS_WATCH_READABLE.rawValue) != 0, let connection = connections[watch] else {
+            guard flags & UInt32(DBUS_WATCH_READABLE.rawValue) != 0,
+                let connection = connections[watch]?.takeUnretainedValue()
+            else {
                 _ = dbus_watch_handle(watch, flags)
                 return
             }
-            let idle = dbus_connection_get_dispatch_status(connection) == DBUS_DISPATCH_COMPLETE
+            let idle = dbus_connection_get_dispatch_status(connection.raw) == DBUS_DISPATCH_COMPLETE
             _ = dbus_watch_handle(watch, flags)
             if idle { readOn(watch, connection) }
         }
@@ -79,23 +77,28 @@ enum LoopGlue {
     /// took over 6,000 turns, and every call behind it in the bus's queue waited for them;
     /// here it takes about 25 turns of 1 MiB. Stops at the first whole message (served as
     /// before) and when libdbus stops reading (its bounds on what it holds).
-    static func readOn(_ watch: OpaquePointer, _ connection: OpaquePointer) {
-        let most = readsPerMessageTurn[connection] ?? Limits.standard.readsPerMessageTurn
+    static func readOn(_ watch: OpaquePointer, _ connection: BusConnection) {
+        let most = connection.limits.readsPerMessageTurn
         var reads = 0
         while reads < most {
             // (A watch libdbus removed meanwhile — it disconnected — is no longer in `connections`.)
-            guard connections[watch] == connection else { return }
+            guard isWatch(watch, of: connection) else { return }
             var waiting: Int32 = 0
             guard ioctl(dbus_watch_get_unix_fd(watch), UInt(FIONREAD), &waiting) == 0, waiting > 0 else { return }
             // What waits, in libdbus's reads of 4 KiB, with no more system calls of ours between them.
             for _ in 0..<min(most - reads, (Int(waiting) + 4095) / 4096) {
-                guard connections[watch] == connection, dbus_watch_get_enabled(watch) != 0,
-                    dbus_connection_get_dispatch_status(connection) == DBUS_DISPATCH_COMPLETE
+                guard isWatch(watch, of: connection), dbus_watch_get_enabled(watch) != 0,
+                    dbus_connection_get_dispatch_status(connection.raw) == DBUS_DISPATCH_COMPLETE
                 else { return }
                 _ = dbus_watch_handle(watch, UInt32(DBUS_WATCH_READABLE.rawValue))
                 reads += 1
             }
         }
+    }
+
+    /// Whether `watch` is still one of `connection`'s.
+    private static func isWatch(_ watch: OpaquePointer, of connection: BusConnection) -> Bool {
+        connections[watch]?.takeUnretainedValue() === connection
     }
 
     /// The timeout is due. Wraps `dbus_timeout_handle`.

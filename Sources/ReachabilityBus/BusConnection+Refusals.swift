@@ -13,11 +13,8 @@ import ReachabilityLoop
 /// turn, and leaves as the socket takes it. Its caller's window stays full meanwhile, so the
 /// flood also sends less.
 extension BusConnection {
-    /// The user refusals are charged to while their caller is not identified yet.
-    static let unidentifiedUser = UserID.max
-
     func scheduleServing() {
-        guard callers.serveIdle == nil, !callers.queue.isEmpty || !callers.refusals.isEmpty else { return }
+        guard callers.serveIdle == nil, callers.scheduler.hasWork else { return }
         callers.serveIdle = Sources.idle { [unowned self] in
             self.callers.serveIdle = nil
             self.serveQueued()
@@ -35,30 +32,26 @@ extension BusConnection {
     /// Answers `call` with `LimitsExceeded` saying `why`: now, or in its user's turn.
     func refuse(_ call: MethodCall, _ why: String) {
         let error = BusError.limitsExceeded(why)
-        guard isWritingBehind || !callers.refusals.isEmpty else { return call.fail(error) }
+        guard callers.scheduler.refusalWaits(flow) else { return call.fail(error) }
         guard let later = call.answerLater(error) else { return }
-        refuse(later, user: callers.users[call.sender])
+        refuse(later, user: callers.scheduler.user(of: call.sender))
     }
 
     /// Refuses the call in `message` from `sender` before it is decoded, when its user's share of
     /// the queue is used up (it would be queued, then refused): a flood past its share costs a
     /// lookup and a few dozen bytes a call. Returns whether it did.
     func refuseIfFull(_ message: OpaquePointer, from sender: String) -> Bool {
-        guard let user = callers.users[sender], let full = callers.queue.refusal(for: user) else { return false }
+        guard let (user, why) = callers.scheduler.shareUsedUp(by: sender) else { return false }
         guard dbus_message_get_no_reply(message) == 0 else { return true }
-        let error = BusError.limitsExceeded("\(full); try again once the answers already sent have been read")
+        let error = BusError.limitsExceeded(why)
         refuse(LaterError(destination: sender, serial: dbus_message_get_serial(message), error: error), user: user)
         return true
     }
 
     private func refuse(_ later: LaterError, user: UserID?) {
-        guard isWritingBehind || !callers.refusals.isEmpty else { return sendRefusal(later) }
-        do {
-            try callers.refusals.enqueue(later, user: user ?? Self.unidentifiedUser, cost: later.size)
-            callers.refusalsPeak = max(callers.refusalsPeak, callers.refusals.count)
-        } catch {
-            return sendRefusal(later)  // Past even that bound: at once, as before.
-        }
+        guard callers.scheduler.refusalWaits(flow) else { return sendRefusal(later) }
+        // Past even the queue's bound: at once, as before.
+        guard callers.scheduler.queueRefusal(later, user: user, cost: later.size) else { return sendRefusal(later) }
         scheduleServing()
     }
 
@@ -66,17 +59,19 @@ extension BusConnection {
     /// when the socket can be written to, or in the next turn.
     func sendRefusals() {
         var sent = 0
-        while sent < limits.refusalsPerTurn, !isWritingBehind, let (_, later) = callers.refusals.next() {
+        while let later = callers.scheduler.nextRefusal(sent: sent, flow) {
             sendRefusal(later)
             sent += 1
         }
-        guard !callers.refusals.isEmpty else {
+        switch callers.scheduler.refusalsEnded(sent: sent, flow) {
+        case .drained(let trim):
             // A line of refusals that has drained held memory worth giving back.
-            if sent > 0, callers.refusalsPeak >= limits.refusalsPerTurn { Memory.trimSoon() }
-            callers.refusalsPeak = 0
-            return
+            if trim { Memory.trimSoon() }
+        case .waitForOutput:
+            if !waitForOutput() { scheduleServing() }
+        case .nextTurn:
+            scheduleServing()
         }
-        if !isWritingBehind || !waitForOutput() { scheduleServing() }
     }
 
     private func sendRefusal(_ later: LaterError) {

@@ -31,7 +31,8 @@ public final class BusConnection {
     var nextSubscription = 0
     /// The bounds of the connection's flow and fairness (docs/hardening.md, "Flow and fairness limits").
     let limits: Limits
-    /// Who calls the exported objects, what waits, and what each has not read.
+    /// Who calls the exported objects, what waits, and what each has not read: the scheduler
+    /// that decides (`CallScheduler`), and the loop's sources it asked for.
     let callers: Callers
     var departuresTracked = false
     /// Called for every name that loses its owner, after the connection has closed the
@@ -82,8 +83,8 @@ public final class BusConnection {
         tree.emit = { [unowned self] path, interface, name, values, destinations in
             self.emitSignal(path: path, interface: interface, name: name, values, to: destinations)
         }
-        tree.isBehind = { [unowned self] peer in self.callers.ledger.isBehind(peer) }
-        tree.userOf = { [unowned self] peer in self.callers.users[peer] }
+        tree.isBehind = { [unowned self] peer in self.callers.scheduler.isBehind(peer) }
+        tree.userOf = { [unowned self] peer in self.callers.scheduler.user(of: peer) }
         attachToMainLoop()
         registerDispatcher()
     }
@@ -92,7 +93,6 @@ public final class BusConnection {
         dbus_connection_set_watch_functions(raw, nil, nil, nil, nil, nil)
         dbus_connection_set_timeout_functions(raw, nil, nil, nil, nil, nil)
         dbus_connection_set_dispatch_status_function(raw, nil, nil, nil)
-        LoopGlue.readsPerMessageTurn[raw] = nil
         dbus_connection_close(raw)
         dbus_connection_unref(raw)
     }
@@ -211,9 +211,8 @@ public final class BusConnection {
 
     /// libdbus tells us which fds and timeouts to watch; GLib watches them.
     private func attachToMainLoop() {
-        LoopGlue.readsPerMessageTurn[raw] = limits.readsPerMessageTurn
         dbus_connection_set_watch_functions(raw, LoopGlue.addWatch, LoopGlue.removeWatch, LoopGlue.toggleWatch,
-                                            UnsafeMutableRawPointer(raw), nil)
+                                            Unmanaged.passUnretained(self).toOpaque(), nil)
         dbus_connection_set_timeout_functions(raw, LoopGlue.addTimeout, LoopGlue.removeTimeout,
                                               LoopGlue.toggleTimeout, nil, nil)
         dbus_connection_set_dispatch_status_function(raw, Self.dispatchStatusChanged,
