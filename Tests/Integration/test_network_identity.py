@@ -150,7 +150,7 @@ def test_a_vpn_that_comes_and_goes_is_vpn_changed(tenant_lab):
 EXAMPLE = harness.daemon_binary().parent / "network-path-example"
 
 
-class Output:  # pylint: disable=too-few-public-methods
+class Output:
     """A process's standard output, as lines, read while a test waits for them."""
 
     def __init__(self, process):
@@ -171,6 +171,11 @@ class Output:  # pylint: disable=too-few-public-methods
                 *complete, self.buffer = self.buffer.split(b"\n")
                 self.lines.extend(line.decode() for line in complete)
 
+    def handler_lines(self, count, what):
+        """The program's ``handler`` lines, once there are at least ``count``."""
+        self.wait(lambda lines: sum(1 for line in lines if line.startswith("handler ")) >= count, what)
+        return [line for line in self.lines if line.startswith("handler ")]
+
 
 def test_nwpathmonitor_gets_a_new_path_on_another_network(tenant_lab):
     """network-path-example (Apple's NWPathMonitor code) through the daemon: another router behind
@@ -184,15 +189,11 @@ def test_nwpathmonitor_gets_a_new_path_on_another_network(tenant_lab):
                                stdout=subprocess.PIPE, env=env)
     output = Output(process)
 
-    def handler_lines(count, what):
-        output.wait(lambda lines: sum(1 for line in lines if line.startswith("handler ")) >= count, what)
-        return [line for line in output.lines if line.startswith("handler ")]
-
     try:
-        first = handler_lines(1, "the first path")[0]
+        first = output.handler_lines(1, "the first path")[0]
         assert first.startswith("handler satisfied"), first
         router(lab, ROUTER_B)
-        second = handler_lines(2, "a new path for another router")[1]
+        second = output.handler_lines(2, "a new path for another router")[1]
         assert second == first, "the same path in every field NWPath has, delivered again"
     finally:
         process.terminate()
@@ -277,15 +278,11 @@ def test_wifi_ssid_roam_keeps_the_network_another_ssid_is_another(env):  # pylin
                                stdout=subprocess.PIPE, env=monitor_env)
     output = Output(process)
 
-    def handler_lines(count, what):
-        output.wait(lambda lines: sum(1 for line in lines if line.startswith("handler ")) >= count, what)
-        return [line for line in output.lines if line.startswith("handler ")]
-
     def quality(line):
         return line.split(" quality=", 1)[1].split(" ", 1)[0]
 
     try:
-        first = handler_lines(1, "the monitor's first path")[0]
+        first = output.handler_lines(1, "the monitor's first path")[0]
         assert first.startswith("handler satisfied") and quality(first) == "good", first
 
         # (a) Roaming within HomeNet: straight to ap1 (70 %: good, nothing shows), then a moment
@@ -299,7 +296,7 @@ def test_wifi_ssid_roam_keeps_the_network_another_ssid_is_another(env):  # pylin
         assert path.props["NetworkIdentity"] == home, "a roam within one SSID is the same network"
         assert invalidated == [], invalidated
         assert path.props["Flags"] == flags, path.props
-        lines = handler_lines(3, "the monitor's paths through the roam")
+        lines = output.handler_lines(3, "the monitor's paths through the roam")
         assert [quality(line) for line in lines] == ["good", "unknown", "good"], lines
         assert all(line == first for line in lines[2:]), lines
     finally:
