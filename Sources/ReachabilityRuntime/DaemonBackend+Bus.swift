@@ -37,8 +37,7 @@ extension DaemonBackend {
     /// The next attempt to connect, after its wait, while something is held.
     func scheduleReconnect() {
         guard isDisconnected, reconnectTimer == nil, isHolding else { return }
-        let wait = min(Self.restartFirstWait << UInt32(min(reconnectAttempts, 16)), Self.restartCap)
-        reconnectTimer = Sources.after(milliseconds: wait) { [weak self] in self?.reconnect() }
+        reconnectTimer = Sources.after(milliseconds: Self.backoff(after: reconnectAttempts)) { [weak self] in self?.reconnect() }
     }
 
     private func reconnect() {

@@ -116,8 +116,14 @@ extension DaemonBackend {
     func scheduleRestart(capped: Bool = false) {
         guard restartTimer == nil, owner.isEmpty, !isDisconnected, isHolding else { return }
         let fast = !capped && restartAttempts < Self.restartAttemptsMax && outageAttempts < 16
-        let wait = fast ? min(Self.restartFirstWait << UInt32(outageAttempts), Self.restartCap) : Self.restartCap
+        let wait = fast ? Self.backoff(after: outageAttempts) : Self.restartCap
         restartTimer = Sources.after(milliseconds: wait) { [weak self] in self?.startServiceAgain() }
+    }
+
+    /// The wait before an attempt that follows `attempts` others of the same absence: the first
+    /// wait, doubled with each attempt, at most `restartCap`.
+    static func backoff(after attempts: Int) -> UInt32 {
+        min(restartFirstWait << UInt32(min(attempts, 16)), restartCap)
     }
 
     /// Whether this client holds anything (a target or the path): only then is the service
