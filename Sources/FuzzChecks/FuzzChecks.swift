@@ -21,9 +21,11 @@ public enum FuzzChecks {
                 precondition(name.utf8.allSatisfy { $0 < 0x80 }, "not ASCII: \(name)")
                 precondition((try? TargetName.normalizeHost(name)) == name, "not idempotent: \(name)")
                 precondition((try? TargetInput.parseHost(name)) == parsed, "parses differently again: \(name)")
-            case .address(let address):
+            case .address(let address), .internet(let address?):
                 precondition((try? TargetInput.parseAddress(address.description)) == parsed,
                              "canonical literal does not parse back: \(address)")
+            case .internet(nil):
+                preconditionFailure("parseHost gave the root's internet: \(text)")
             case .pair:
                 preconditionFailure("parseHost gave an address pair: \(text)")
             }

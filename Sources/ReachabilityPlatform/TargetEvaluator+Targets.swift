@@ -1,16 +1,17 @@
 import ReachabilityCore
 import ReachabilityLoop
 
-/// What differs per kind of target, each rule one exhaustive `switch` over
-/// `WatchedTarget.Spec`: a new kind is a compile error here until it has its own.
+/// What differs per kind of target in the engine, each rule one exhaustive `switch` over
+/// `WatchedTarget.spec`: a new kind is a compile error here until it has its own. A host's
+/// lookups are its `host` (present exactly for `.host`: `WatchedTarget.init`).
 extension TargetEvaluator {
     /// The state of `target` from the current facts (and, for a host, its last lookup).
     public func state(of target: WatchedTarget) -> TargetState {
         switch target.spec {
         case .internet:
             return Engine.evaluateInternet(facts)
-        case .host(let host):
-            return state(of: host.resolution)
+        case .host:
+            return state(of: target.host?.resolution ?? .pending)
         case .address(let address):
             return Engine.evaluateAddresses([answers.addressRoute(address)], facts: facts)
         case .pair(let local, let remote):
@@ -26,8 +27,8 @@ extension TargetEvaluator {
         switch target.spec {
         case .internet:
             return Engine.evaluateInternet(internetFacts(uid: uid, answerClass: answerClass))
-        case .host(let host):
-            guard case .resolved(let addresses) = host.resolution else { return target.state }
+        case .host:
+            guard case .resolved(let addresses)? = target.host?.resolution else { return target.state }
             return evaluate(addresses, uid: uid, answerClass: answerClass)
         case .address(let address):
             return evaluate([address], uid: uid, answerClass: answerClass)
@@ -44,7 +45,7 @@ extension TargetEvaluator {
         for target in targets {
             switch target.spec {
             case .internet: break  // its routes are read with the facts (`reload`)
-            case .host(let host): addresses += host.addresses
+            case .host: addresses += target.host?.addresses ?? []
             case .address(let address): addresses.append(address)
             case .pair(let local?, let remote?): pairs.append((local, remote))
             case .pair: break  // one address: its route, or its link, when evaluated
@@ -57,7 +58,7 @@ extension TargetEvaluator {
     /// full of addresses nobody watches pins the pages a peak left behind.
     public func forgetRoutes(of target: WatchedTarget) {
         switch target.spec {
-        case .host(let host): answers.forget(host.addresses)
+        case .host: answers.forget(target.host?.addresses ?? [])
         case .address(let address): answers.forget([address])
         case .internet, .pair: break  // the internet's stay; a pair's are not kept
         }

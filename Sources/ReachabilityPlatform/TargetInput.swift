@@ -1,44 +1,19 @@
 import ReachabilityCore
 
-/// What a caller asked to watch, validated and normalised: a host name
-/// (normalised ASCII), an address literal, or an address pair. The daemon and
-/// the client library parse with these functions, so both accept and reject the
+/// What a caller asked to watch, validated and normalised: a host name (normalised ASCII),
+/// an address literal (the unspecified address: the internet), or an address pair. The
+/// daemon and the client library parse with these functions, so both accept and reject the
 /// same input with the same messages.
-public enum TargetInput: Hashable, Sendable {
-    case host(String)
-    case address(IPAddress)
-    /// A local and/or a remote address of one family (`WatchAddressPair`): the kernel's
-    /// route from the local address to the remote one, or, with only a local address,
-    /// whether it is configured on a link that can carry packets.
-    case pair(local: IPAddress?, remote: IPAddress?)
+public typealias TargetInput = TargetDescription<IPAddress>
 
-    /// The normalised text: the ASCII host name or the canonical address literal; for a
-    /// pair, the two canonical literals joined by a comma, either one empty when absent
-    /// (`192.0.2.10,198.51.100.7`, `,198.51.100.7`, `192.0.2.10,`).
-    public var name: String {
-        switch self {
-        case .host(let name): name
-        case .address(let address): address.description
-        case .pair(let local, let remote): "\(local?.description ?? ""),\(remote?.description ?? "")"
-        }
-    }
-
-    public var kind: TargetKind {
-        switch self {
-        case .host: .host
-        case .address: .address
-        case .pair: .pair
-        }
-    }
-
+extension TargetDescription where Address == IPAddress {
     /// Parses `WatchAddressPair`'s arguments: each an address literal or empty, not both
     /// empty, both of one family.
     public static func parsePair(local: String, remote: String) throws(InvalidTarget) -> TargetInput {
         func parse(_ text: String, side: String) throws(InvalidTarget) -> IPAddress? {
             guard !text.isEmpty else { return nil }
             do {
-                guard case .address(let address) = try parseAddress(text) else { return nil }
-                return address
+                return try parseLiteral(text)
             } catch {
                 throw InvalidTarget(message: "\(side) address: \(error.message)")
             }
@@ -63,8 +38,17 @@ public enum TargetInput: Hashable, Sendable {
         if text.utf8.contains(0) { throw InvalidTarget(message: "\(what) \(quoted(text)) contains a NUL character") }
     }
 
-    /// Parses `text` as `WatchAddress` does: an IPv4 or IPv6 literal, IPv6 with an optional scope.
+    /// Parses `text` as `WatchAddress` does: an IPv4 or IPv6 literal, IPv6 with an optional
+    /// scope. The unspecified address is Apple's internet target
+    /// (`reachabilityForInternetConnection` creates it with 0.0.0.0): the internet, held as that
+    /// address.
     public static func parseAddress(_ text: String) throws(InvalidTarget) -> TargetInput {
+        let address = try parseLiteral(text)
+        return AddressText.isUnspecified(address.description) ? .internet(address) : .address(address)
+    }
+
+    /// An address literal as `parseAddress` reads it.
+    static func parseLiteral(_ text: String) throws(InvalidTarget) -> IPAddress {
         guard text.utf8.count <= TargetName.maximumInputLength else {
             throw InvalidTarget(
                 message: "address is \(text.utf8.count) bytes long; at most \(TargetName.maximumInputLength) are accepted")
@@ -77,9 +61,9 @@ public enum TargetInput: Hashable, Sendable {
             if address.family == .ipv6, address.scopeIndex == 0, address.bytes[0..<10].allSatisfy({ $0 == 0 }),
                address.bytes[10] == 0xFF, address.bytes[11] == 0xFF,
                let mapped = try? IPAddress(parsing: address.bytes[12...].map(String.init).joined(separator: ".")) {
-                return .address(mapped)
+                return mapped
             }
-            return .address(address)
+            return address
         } catch .unknownScope(let scope) {
             throw InvalidTarget(message: "address \(quoted(text)): no interface \(quoted(scope)) for the scope")
         } catch {
@@ -119,8 +103,8 @@ public enum TargetInput: Hashable, Sendable {
         }
         let name = try TargetName.normalizeHost(ascii)
         // "192.0.2.1." is that address once its root dot is gone: one target, not two.
-        if TargetName.looksLikeAddressLiteral(name), let address = try? IPAddress(parsing: name) {
-            return .address(address)
+        if TargetName.looksLikeAddressLiteral(name), (try? IPAddress(parsing: name)) != nil {
+            return try parseAddress(name)
         }
         return .host(name)
     }

@@ -2,105 +2,51 @@ import ReachabilityCore
 import ReachabilityLoop
 
 /// One target being evaluated — the internet, a host, an address or an address
-/// pair — by a `TargetEvaluator`, which alone changes its state and its lookups,
+/// pair — by a `TargetEvaluator`, which alone changes its state and its work,
 /// and tells its `EvaluationSink` what changed.
 ///
-/// What it is lives in one value, `spec`, with the data and the state of its kind;
-/// everything that differs per kind (its `Kind`, name, input, whether it is looked
-/// up, how it is evaluated) is an exhaustive `switch` over it, so a new kind is a
-/// compile error wherever it needs a rule of its own.
+/// What it is is one `TargetInput` (`TargetDescription`), from which its `Kind`, name,
+/// path and log name derive; what its kind needs done before it has an answer (a host's
+/// lookups) is its `work`. Everything evaluated per kind is an exhaustive `switch` over
+/// `spec`, so a new kind is a compile error wherever it needs a rule of its own.
 @LoopActor
 public final class WatchedTarget {
-    /// What is watched, with what only its kind has.
-    public enum Spec {
-        /// The internet: the root object's (`nil`), or the unspecified address a caller
-        /// watched (Apple's `reachabilityForInternetConnection` creates its target with
-        /// 0.0.0.0), which it keeps as its input.
-        case internet(IPAddress?)
-        /// A host name, and its lookups.
-        case host(WatchedHost)
-        case address(IPAddress)
-        /// A local and/or a remote address of one family (`WatchAddressPair`). Boxed: two
-        /// addresses inline would double every target's size for the rarest kind.
-        indirect case pair(local: IPAddress?, remote: IPAddress?)
-    }
-
-    public let spec: Spec
+    public let spec: TargetInput
+    /// A host's lookups; `nil` for a kind answered from the facts alone (`spec.work`).
+    public let host: WatchedHost?
     public private(set) var state: TargetState = .unknown
     /// The answers of the callers the uid rules route otherwise than the evaluating
     /// process, per answer class (`TargetEvaluator.answerClass(of:)`); empty without
     /// uid rules. `state` is everybody else's.
     public internal(set) var views: [AnswerClass: TargetState] = [:]
 
-    private init(_ spec: Spec) {
-        self.spec = spec
-    }
-
     /// The internet target.
     public convenience init() { self.init(.internet(nil)) }
 
     /// The target of what a caller asked for; a host's lookups are charged to `owner`.
-    public convenience init(_ input: TargetInput, owner: UserID = 0) {
+    public init(_ input: TargetInput, owner: UserID = 0) {
+        spec = input
         switch input {
-        // The unspecified address is Apple's internet target (`reachabilityForInternetConnection`
-        // creates it with 0.0.0.0): watched, it is the internet, held like any target.
-        case .address(let address) where AddressText.isUnspecified(address.description):
-            self.init(.internet(address))
-        case .address(let address): self.init(.address(address))
-        case .host(let name): self.init(.host(WatchedHost(name: name, owner: owner)))
-        case .pair(let local, let remote): self.init(.pair(local: local, remote: remote))
+        case .host(let name): host = WatchedHost(name: name, owner: owner)
+        case .internet, .address, .pair: host = nil
         }
     }
+
+    /// The asynchronous work the answer waits for (a host's lookups).
+    public var work: (any TargetWork)? { host }
 
     /// The exported `Kind`.
-    public var kind: TargetKind {
-        switch spec {
-        case .internet: .internet
-        case .host: .host
-        case .address: .address
-        case .pair: .pair
-        }
-    }
+    public var kind: TargetKind { spec.kind }
 
-    /// The exported `Name`: the normalised host name, the address literal, a pair's two
-    /// literals joined by a comma (`TargetInput.name`); `""` for the root's internet.
-    public var name: String {
-        switch spec {
-        case .internet(let asked): asked?.description ?? ""
-        case .host(let host): host.name
-        case .address(let address): address.description
-        case .pair(let local, let remote): TargetInput.pair(local: local, remote: remote).name
-        }
-    }
-
-    /// What was asked for (what the target is held by); `nil` for the root's internet.
-    public var input: TargetInput? {
-        switch spec {
-        case .internet(let asked): asked.map { .address($0) }
-        case .host(let host): .host(host.name)
-        case .address(let address): .address(address)
-        case .pair(let local, let remote): .pair(local: local, remote: remote)
-        }
-    }
+    /// The exported `Name` (`TargetDescription.name`); `""` for the root's internet.
+    public var name: String { spec.name }
 
     /// How the log names it: "internet" for either internet target.
-    public var logName: String {
-        switch spec {
-        case .internet: "internet"
-        case .host, .address, .pair: name
-        }
-    }
+    public var logName: String { spec.logName }
 
-    /// The name lookups of a target that is looked up (a host); `nil` for the others.
-    public var host: WatchedHost? {
-        switch spec {
-        case .host(let host): host
-        case .internet, .address, .pair: nil
-        }
-    }
-
-    /// Whether the state is a real answer: not waiting for a host's first lookup.
-    public var firstLookupFinished: Bool { host.map { $0.resolution != .pending } ?? true }
+    /// Whether the state is a real answer: not waiting for its work's first result (a host's
+    /// first lookup).
+    public var firstLookupFinished: Bool { work?.hasFirstResult ?? true }
 
     /// Takes a new evaluation; returns the old state when it differs, `nil` when not.
     func update(_ new: TargetState) -> TargetState? {
@@ -110,13 +56,23 @@ public final class WatchedTarget {
     }
 
     /// Stops any work for this target (it is going away).
-    public func cancel() { host?.cancel() }
+    public func cancel() { work?.cancel() }
+}
+
+/// The asynchronous work a kind of target needs for its answers (`TargetWorkKind`): a
+/// host's name lookups today; what any new kind needs (a probe) conforms too.
+@LoopActor
+public protocol TargetWork: AnyObject {
+    /// Whether its first result is in: before, the target's state is not an answer.
+    var hasFirstResult: Bool { get }
+    /// Stops it (the target is going away).
+    func cancel()
 }
 
 /// A host target's own part: its name, the last answer of its lookups, the lookup in flight
 /// or the retry owed.
 @LoopActor
-public final class WatchedHost {
+public final class WatchedHost: TargetWork {
     /// How far the resolution has come.
     public enum Resolution: Equatable, Sendable {
         case pending
@@ -174,7 +130,9 @@ public final class WatchedHost {
         return []
     }
 
-    func cancel() {
+    public var hasFirstResult: Bool { resolution != .pending }
+
+    public func cancel() {
         lookup?.cancel()
         lookup = nil
         schedule?.forget(self)

@@ -7,12 +7,9 @@ extension DaemonBackend {
     /// One answer (`Query`). An address pair is not named by `Query`'s one string: the
     /// runtime asks for it through its feed (`Runtime.query`), never here.
     func query(_ key: FeedKey, _ completion: @escaping (Result<ReachabilityState, ReachabilityError>) -> Void) {
-        let text: String
-        switch key {
-        case .unresolvable: return completion(.success(Runtime.answer(key)!))  // never sent here
-        case .input(.pair): return completion(.failure(.failed("an address pair is queried through its watch")))
-        case .input(let input): text = input.name
-        case .internet: text = ""
+        guard case .input(let input) = key else { return completion(.success(Runtime.answer(key)!)) }  // never sent here
+        guard let text = input.queryText else {
+            return completion(.failure(.failed("an address pair is queried through its watch")))
         }
         call(Self.root, ServiceNames.managerInterface, Contract.Manager.query.name, [.string(text)]) { result in
             completion(result.mapError(ReachabilityError.init).flatMap { values in
@@ -36,43 +33,20 @@ extension DaemonBackend {
                     else { return nil }
                     let properties = Self.dictionary(entries)
                     let name = properties[Contract.Target.name.name]?.stringValue ?? ""
-                    let kind = properties[Contract.Target.kind.name]?.stringValue
-                    let watched: ReachabilityTarget = Self.target(kind: kind, name: name)
+                    let kind = properties[Contract.Target.kind.name]?.stringValue ?? ""
+                    // A kind this version does not know (a newer daemon's) is not taken for another.
+                    guard let listed = TargetDescription<String>(kind: kind, name: name) else { return nil }
+                    let watched = ReachabilityTarget(listed)
                     return ReachabilitySnapshot(target: watched, state: ReachabilityState(properties: properties))
                 }.sorted { $0.target.description < $1.target.description }
             })
         }
     }
 
-    /// The address the internet is watched as (Apple's internet target is 0.0.0.0): a held
-    /// target whose properties and signals carry this caller's own answer (the root object's
-    /// internet target is the system's: with uid rules, it may not be this user's).
-    static let internetAddress = "0.0.0.0"
-
-    /// The Manager method that holds `key`'s target, and its arguments.
+    /// The Manager method that holds `key`'s target, and its arguments (a name no lookup can
+    /// succeed for is never sent: the internet's, should it be).
     static func watchCall(_ key: FeedKey) -> (member: String, arguments: [DBusValue]) {
-        switch key {
-        case .internet, .unresolvable: (Contract.Manager.watchAddress.name, [.string(internetAddress)])
-        case .input(let input):
-            switch input {
-            case .host: (Contract.Manager.watchHost.name, [.string(input.name)])
-            case .address: (Contract.Manager.watchAddress.name, [.string(input.name)])
-            case .pair(let local, let remote):
-                (Contract.Manager.watchAddressPair.name,
-                 [.string(local?.description ?? ""), .string(remote?.description ?? "")])
-            }
-        }
-    }
-
-    /// A listed target from its `Kind` and `Name` (a pair's name is its two literals joined by a comma).
-    static func target(kind: String?, name: String) -> ReachabilityTarget {
-        switch kind {
-        case TargetKind.internet.rawValue: return .internet
-        case TargetKind.address.rawValue: return .address(name)
-        case TargetKind.pair.rawValue:
-            let sides = name.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
-            return .addressPair(local: sides.first ?? "", remote: sides.count > 1 ? sides[1] : "")
-        default: return .host(name)
-        }
+        let call = if case .input(let input) = key { input.holdingCall } else { TargetDescription<String>.internet(nil).holdingCall }
+        return (call.member, call.arguments.map { .string($0) })
     }
 }

@@ -89,7 +89,7 @@ final class DaemonBackend: FeedBackend {
         /// A real answer: any state of an address, the internet or a pair; for a host, one
         /// with a known `Status` (before, its first lookup is in flight).
         var isAnswer: Bool {
-            guard case .input(.host) = feed.key else { return true }
+            guard case .input(let input) = feed.key, input.work != nil else { return true }
             guard case .int32(let status)? = properties[Contract.Target.status.name] else { return false }
             return status != ReachabilityStatus.unknown.rawValue
         }

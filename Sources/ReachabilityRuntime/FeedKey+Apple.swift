@@ -7,7 +7,7 @@ extension FeedKey {
     /// the two agree on any name.
     package var readWithoutLookup: FeedKey {
         switch self {
-        case .internet, .input(.address), .input(.pair): self
+        case .input(.internet), .input(.address), .input(.pair): self
         case .input(.host), .unresolvable: .internet
         }
     }

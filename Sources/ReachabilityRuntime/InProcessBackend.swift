@@ -34,7 +34,6 @@ final class InProcessBackend: FeedBackend {
     func open(_ feed: Feed<FeedKey>) {
         let target: WatchedTarget
         switch feed.key {
-        case .internet: target = WatchedTarget()
         case .input(let input): target = WatchedTarget(input)
         case .unresolvable: return feed.publish(Runtime.answer(feed.key)!, isAnswer: true)  // never sent here
         }
@@ -82,7 +81,7 @@ final class InProcessBackend: FeedBackend {
     func query(_ key: FeedKey, _ completion: @escaping (Result<ReachabilityState, ReachabilityError>) -> Void) {
         let answer = { [unowned self] in
             switch key {
-            case .internet: completion(.success(self.evaluator.internetState))
+            case .input(.internet): completion(.success(self.evaluator.internetState))
             case .input(.address(let address)): completion(.success(self.evaluator.state(of: address)))
             case .input(.pair(let local, let remote)): completion(.success(self.evaluator.state(ofPair: local, remote)))
             case .input(.host(let name)): self.evaluator.evaluate(host: name) { completion(.success($0)) }

@@ -24,8 +24,7 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
 
     /// `text` as a host name, or as an address when it is an address literal.
     public init(_ text: String) {
-        self = (try? TargetInput.parseHost(text)).map { if case .address = $0 { .address(text) } else { .host(text) } }
-            ?? .host(text)
+        self = (try? TargetInput.parseHost(text)).map { $0.isName ? .host(text) : .address(text) } ?? .host(text)
     }
 
     public var description: String {
@@ -65,23 +64,33 @@ public enum ReachabilityTarget: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// What a watch is keyed by: the internet, a normalised host, address or address pair, or
-/// a name no lookup can succeed for.
+/// What a watch is keyed by: a validated target (`TargetDescription`), or a name no lookup
+/// can succeed for.
 package enum FeedKey: Hashable, Sendable {
-    case internet
     case input(TargetInput)
     /// A name the daemon refuses (`InvalidTarget`), taken as Apple takes any name:
     /// answered here, without a backend, as not reachable with `reason` as its error.
     case unresolvable(name: String, reason: String)
 
+    /// The root's internet.
+    package static var internet: FeedKey { .input(.internet(nil)) }
+
     package var target: ReachabilityTarget {
         switch self {
-        case .internet: .internet
         case .unresolvable(let name, _): .host(name)
-        case .input(.host(let name)): .host(name)
-        case .input(.address(let address)): .address(address.description)
-        case .input(.pair(let local, let remote)):
-            .addressPair(local: local?.description ?? "", remote: remote?.description ?? "")
+        case .input(let input): ReachabilityTarget(input.map(\.description))
+        }
+    }
+}
+
+extension ReachabilityTarget {
+    /// The target a description names (the internet asked as an address: that address).
+    package init(_ description: TargetDescription<String>) {
+        switch description {
+        case .internet(let asked): self = asked.map { .address($0) } ?? .internet
+        case .host(let name): self = .host(name)
+        case .address(let literal): self = .address(literal)
+        case .pair(let local, let remote): self = .addressPair(local: local ?? "", remote: remote ?? "")
         }
     }
 }

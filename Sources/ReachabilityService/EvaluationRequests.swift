@@ -62,15 +62,16 @@ final class EvaluationRequests {
     // MARK: Query
 
     /// One-shot evaluation of `input` for the caller, without creating an object.
-    func query(_ input: TargetInput?, watched: TargetObject?, call: MethodCall) throws(BusError) -> [DBusValue]? {
+    func query(_ input: TargetInput, watched: TargetObject?, call: MethodCall) throws(BusError) -> [DBusValue]? {
         func reply(_ state: TargetState) -> [DBusValue] {
             [.uint32(state.exportedFlags.rawValue), .int32(state.status.rawValue), state.details]
         }
         // Every answer is the caller's own: its uid in the lookups when uid rules route it otherwise.
         let user = call.user
-        guard let input else { return reply(evaluator.internetState(uid: user)) }
         if let watched, watched.state.flags != nil { return reply(evaluator.state(of: watched.target, uid: user)) }
         switch input {
+        case .internet:
+            return reply(evaluator.internetState(uid: user))
         case .address(let address):
             return reply(evaluator.state(of: address, uid: user))
         case .pair(let local, let remote):

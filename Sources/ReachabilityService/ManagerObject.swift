@@ -62,9 +62,8 @@ public final class ManagerObject {
             },
             Method(Contract.Manager.query) { manager, call throws(BusError) in
                 let text = try call.string(0)
-                let input = text.isEmpty ? nil : try TargetInput.validHost(text)
-                return try manager.requests.query(
-                    input, watched: input.flatMap(manager.registry.object(for:)), call: call)
+                let input = text.isEmpty ? .internet(nil) : try TargetInput.validHost(text)
+                return try manager.requests.query(input, watched: manager.registry.object(for: input), call: call)
             },
         ],
         properties: [

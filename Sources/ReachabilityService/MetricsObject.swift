@@ -183,7 +183,7 @@ final class TargetInstruments {
     }
 
     private var dimensions: [(String, String)] {
-        [("target", target.name.isEmpty ? "internet" : target.name), ("kind", target.kind.metricLabel)]
+        target.spec.metricLabels
     }
 
     /// The target's state changed (a StatusChanged): counted, and exported at the next read.
@@ -234,16 +234,4 @@ final class TargetInstruments {
         (.interventionRequired, "intervention_required"), (.connectionOnDemand, "connection_on_demand"),
         (.isLocalAddress, "is_local_address"), (.isDirect, "is_direct"), (.isWWAN, "is_wwan"),
     ]
-}
-
-extension TargetKind {
-    /// The `kind` label of the target metrics.
-    var metricLabel: String {
-        switch self {
-        case .internet: "internet"
-        case .host: "host"
-        case .address: "address"
-        case .pair: "pair"
-        }
-    }
 }

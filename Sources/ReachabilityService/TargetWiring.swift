@@ -81,8 +81,8 @@ final class TargetWiring: EvaluationSink {
 
     func holdingUsers(of target: WatchedTarget) -> [UserID] {
         // The root's internet is everybody's, held by nobody.
-        guard let input = target.input else { return [] }
-        return Array(registry.holdersByUser(of: input.key).keys)
+        guard target.spec != .internet(nil) else { return [] }
+        return Array(registry.holdersByUser(of: target.spec).keys)
     }
 
     func factsReloaded(_ facts: NetworkFacts) { daemon?.factsReloaded(facts) }

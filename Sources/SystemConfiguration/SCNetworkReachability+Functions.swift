@@ -20,7 +20,7 @@ public func SCNetworkReachabilityCreateWithName(_ allocator: CFAllocator?, _ nod
         SCStatus.fail()
         return nil
     }
-    let isName = if case .input(.address) = key { false } else { true }
+    let isName = if case .input(let input) = key { input.isName } else { true }
     return SCNetworkReachability(key: key, isName: isName, name: name)
 }
 

@@ -4,6 +4,16 @@ import ReachabilityCore
 import ReachabilityPlatform
 @testable import ReachabilityService
 
+/// What a parsed target is called on the bus, compared as one value.
+private struct TargetKey: Equatable {
+    let kind: TargetKind
+    let name: String
+}
+
+extension TargetDescription where Address == IPAddress {
+    fileprivate var key: TargetKey { TargetKey(kind: kind, name: name) }
+}
+
 @Suite("Target input: parsing, normalising, paths")
 struct TargetInputTests {
     @Test("address literals are canonicalised", arguments: [
@@ -83,9 +93,9 @@ struct TargetInputTests {
 
     @Test("object paths are computable: sd_bus_path_encode under host/ and address/")
     func paths() throws {
-        #expect(try TargetInput.parseHost("example.com").key.path.rawValue
+        #expect(try TargetInput.parseHost("example.com").path.rawValue
                 == "/io/github/reachabilityd/Reachability1/host/example_2ecom")
-        #expect(try TargetInput.parseAddress("127.0.0.1").key.path.rawValue
+        #expect(try TargetInput.parseAddress("127.0.0.1").path.rawValue
                 == "/io/github/reachabilityd/Reachability1/address/_3127_2e0_2e0_2e1")
     }
 

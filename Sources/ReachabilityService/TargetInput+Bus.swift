@@ -2,19 +2,12 @@ import ReachabilityBus
 import ReachabilityCore
 import ReachabilityPlatform
 
-/// A watched target's identity on the bus: one normalised target, one object.
-struct TargetKey: Hashable, Sendable {
-    let kind: TargetKind
-    let name: String
-
-    /// The deterministic object path: `…/host/<escaped>`, `…/address/<escaped>` or `…/pair/<escaped>`.
+extension TargetDescription where Address == IPAddress {
+    /// The deterministic object path (`pathLabels` below the root): `…/host/<escaped>`,
+    /// `…/address/<escaped>` or `…/pair/<escaped>`; the root for the root's internet.
     var path: ObjectPath {
-        Names.rootPath.appending(kind.rawValue)!.appending(PathEscaping.escapeLabel(name))!
+        pathLabels.reduce(Names.rootPath) { path, label in path.appending(label)! }
     }
-}
-
-extension TargetInput {
-    var key: TargetKey { TargetKey(kind: kind, name: name) }
 
     /// `parseHost` for a method handler: bad input is `…Error.InvalidTarget`.
     static func validHost(_ text: String) throws(BusError) -> TargetInput {
