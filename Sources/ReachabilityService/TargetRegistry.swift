@@ -17,9 +17,9 @@ final class TargetRegistry {
     /// Unowned: the daemon owns the connection, and the connection (through the root
     /// object's Manager interface) owns this registry.
     private unowned let connection: any ObjectExporter
-    private var holders: HolderRegistry<TargetInput>
-    private(set) var objects: [TargetInput: TargetObject] = [:]
-    private var keysByPath: [ObjectPath: TargetInput] = [:]
+    private var holders: HolderRegistry<TargetKey>
+    private(set) var objects: [TargetKey: TargetObject] = [:]
+    private var keysByPath: [ObjectPath: TargetKey] = [:]
     /// The object of each evaluated target (what the evaluator reports on).
     private var objectsByTarget: [ObjectIdentifier: TargetObject] = [:]
     private let requests: EvaluationRequests
@@ -47,7 +47,7 @@ final class TargetRegistry {
     /// counted, as it is asked on every change.
     private(set) var hostCount = 0
     /// Targets whose last holder left, to be removed a batch at a time.
-    private var orphans = Ring<TargetInput>()
+    private var orphans = Ring<TargetKey>()
     private var removals: SourceHandle?
     /// The most targets watched at once since memory was last given back.
     private var peak = 0
@@ -55,10 +55,10 @@ final class TargetRegistry {
     private var overLimit: Set<String> = []
 
     /// The connections holding at least one target.
-    var clients: Dictionary<String, Set<TargetInput>>.Keys { holders.clients }
+    var clients: Dictionary<String, Set<TargetKey>>.Keys { holders.clients }
 
     /// The object watching `input`, if any (for `Query`'s fast path).
-    func object(for input: TargetInput) -> TargetObject? { objects[input] }
+    func object(for input: TargetInput) -> TargetObject? { objects[input.key] }
 
     /// The object of an evaluated target, if it is still watched.
     func object(for target: WatchedTarget) -> TargetObject? { objectsByTarget[ObjectIdentifier(target)] }
@@ -66,7 +66,7 @@ final class TargetRegistry {
     /// Makes `client`, a connection of `user`, a holder of `input`'s target, creating the
     /// object if needed; a new holder gets `InterfacesAdded` for it.
     func watch(_ input: TargetInput, client: String, user: UserID) throws(BusError) -> ObjectPath {
-        let key = input
+        let key = input.key
         let wasHolder = holders.isHolder(client, of: key)
         do {
             // Whether it is the first holder does not matter: the object may still exist (its
@@ -177,18 +177,18 @@ final class TargetRegistry {
     }
 
     /// Whether callers of `user` may see the target at `key`.
-    fileprivate func admits(_ user: UserID, to key: TargetInput) -> Bool { holders.isHeld(key, byUser: user) }
+    fileprivate func admits(_ user: UserID, to key: TargetKey) -> Bool { holders.isHeld(key, byUser: user) }
 
-    fileprivate func holderNames(of key: TargetInput) -> [String] { holders.holderList(of: key) }
+    fileprivate func holderNames(of key: TargetKey) -> [String] { holders.holderList(of: key) }
 
-    fileprivate func isHolder(_ client: String, of key: TargetInput) -> Bool { holders.isHolder(client, of: key) }
+    fileprivate func isHolder(_ client: String, of key: TargetKey) -> Bool { holders.isHolder(client, of: key) }
 
     /// The users holding `key`, each with its clients.
-    func holdersByUser(of key: TargetInput) -> [UserID: [String]] {
+    func holdersByUser(of key: TargetKey) -> [UserID: [String]] {
         Dictionary(grouping: holders.holderList(of: key), by: { holders.user(of: $0) ?? 0 })
     }
 
-    private func remove(_ key: TargetInput, announcingTo listeners: [String]) {
+    private func remove(_ key: TargetKey, announcingTo listeners: [String]) {
         guard let object = objects.removeValue(forKey: key) else { return }
         keysByPath[key.path] = nil
         objectsByTarget[ObjectIdentifier(object.target)] = nil
@@ -205,9 +205,9 @@ final class TargetRegistry {
 private final class Holders: ObjectAudience {
     /// Unowned: the registry outlives its objects (it unexports them all before it goes).
     unowned let registry: TargetRegistry
-    let key: TargetInput
+    let key: TargetKey
 
-    init(registry: TargetRegistry, key: TargetInput) {
+    init(registry: TargetRegistry, key: TargetKey) {
         self.registry = registry
         self.key = key
     }

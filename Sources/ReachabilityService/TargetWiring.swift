@@ -82,7 +82,7 @@ final class TargetWiring: EvaluationSink {
     func holdingUsers(of target: WatchedTarget) -> [UserID] {
         // The root's internet is everybody's, held by nobody.
         guard target.spec != .internet(nil) else { return [] }
-        return Array(registry.holdersByUser(of: target.spec).keys)
+        return Array(registry.holdersByUser(of: target.spec.key).keys)
     }
 
     func factsReloaded(_ facts: NetworkFacts) { daemon?.factsReloaded(facts) }
