@@ -59,7 +59,8 @@ public enum TargetDescription<Address: Hashable & Sendable & CustomStringConvert
     }
 
     /// The address the internet is held as by a caller that names no address (Apple's
-    /// internet target is 0.0.0.0): a held target whose signals carry the caller's own answer.
+    /// internet target is 0.0.0.0): a held target whose signals carry the caller's own answer,
+    /// where the root object's internet is the system's (with uid rules, not every user's).
     public static var internetAddress: String { "0.0.0.0" }
 
     /// The Manager method that holds it, and its arguments.

@@ -171,7 +171,7 @@ public final class SCNetworkReachability: NSObject, Sendable {
     }
 
     public override var description: String {
-        let target = isName ? "name = \(name)" : "address = \(name.isEmpty ? "0.0.0.0" : name)"
+        let target = isName ? "name = \(name)" : "address = \(name.isEmpty ? TargetDescription<String>.internetAddress : name)"
         return "<SCNetworkReachability \(Unmanaged.passUnretained(self).toOpaque())> {\(target)}"
     }
 
