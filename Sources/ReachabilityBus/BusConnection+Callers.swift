@@ -173,6 +173,29 @@ extension BusConnection {
         }
     }
 
+    /// Learns whom the bus charges for what waits for a reader (`CallScheduler.unreadCostsTheService`):
+    /// dbus-broker, the reader — it answers `GetStats` with figures of its own, named
+    /// `org.bus1.DBus.Debug.Stats.…`; dbus-daemon (or a bus that does not say), the service.
+    /// Asked once, before the service takes its name.
+    func learnWhoPaysForUnread() {
+        guard let values = try? call(destination: Self.busDriver, path: ObjectPath("/org/freedesktop/DBus"),
+                                     interface: "org.freedesktop.DBus.Debug.Stats", member: "GetStats",
+                                     timeoutMilliseconds: 5_000),
+            case .dictionary(_, _, let all)? = values.first
+        else { return }
+        let broker = all.contains { entry in
+            if case .string(let key) = entry.key { return key.hasPrefix("org.bus1.") }
+            return false
+        }
+        callers.scheduler.unreadCostsTheService = !broker
+        if broker {
+            logger.info("""
+                the bus is dbus-broker, which charges what waits for a reader to the reader: a caller \
+                that does not read costs only itself, and its calls are answered as anyone's
+                """)
+        }
+    }
+
     /// Sends `peer` a `Peer.Ping`: its answer (any answer from the peer itself) means it
     /// has read everything sent to it before. Wraps `dbus_connection_send_with_reply`.
     private func askReceipt(from peer: String) {

@@ -131,6 +131,7 @@ public final class BusConnection {
         // through a short line (`BusConnection+Flow`).
         trackDepartures()
         limitSendBuffer()
+        learnWhoPaysForUnread()
         var flags = UInt32(DBUS_NAME_FLAG_DO_NOT_QUEUE) | UInt32(DBUS_NAME_FLAG_ALLOW_REPLACEMENT)
         if replace { flags |= UInt32(DBUS_NAME_FLAG_REPLACE_EXISTING) }
         let result = dbus_bus_request_name(raw, name, flags, &error)

@@ -13,7 +13,7 @@ extension CallScheduler {
 
     /// Charges about `size` bytes sent to `destination` to its account until it reads them.
     public mutating func sending(_ size: Int, to destination: String?) -> Delivery {
-        if let destination, ledger.isStalled(destination) { return .skip }
+        if let destination, dropsCalls(of: destination) { return .skip }
         guard receiptsAllowed, let destination, let user = users[destination] else { return .send(askReceipts: []) }
         return .send(askReceipts: ledger.sent(size, to: destination, user: user))
     }

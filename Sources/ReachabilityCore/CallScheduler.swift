@@ -39,6 +39,12 @@ public struct CallScheduler<Call, Refusal> {
     public internal(set) var receiptsAllowed = true
     /// Whether the bus tells the service what it holds for a peer (`GetConnectionStats`).
     public internal(set) var queueStatsAllowed = true
+    /// Whether what a peer leaves unread costs the service: dbus-daemon charges it to the sender
+    /// (the service), and stops reading the service once that passes its `max_incoming_bytes`.
+    /// dbus-broker charges it to the reader and disconnects a reader whose reply would pass its
+    /// quota: there a caller that does not read costs only itself, so its calls are served and
+    /// answered as anyone's, and only signals keep following the ledger (withheld, not lost).
+    public var unreadCostsTheService = true
     /// The most calls queued since the queue last drained after a flood.
     private var peakQueued = 0
     /// The users served since answers began to wait to be written (`nil`: they do not).
@@ -180,8 +186,8 @@ public struct CallScheduler<Call, Refusal> {
     /// Places a call of `user` from `sender` costing `cost` bytes.
     public mutating func place(_ call: Call, from sender: String, user: UserID, cost: Int,
                                flow: some FlowGauge) -> Placement {
-        if ledger.isStalled(sender) { return .drop }
-        if queue.isEmpty && !ledger.isBlocked(user) && !isFlooded(flow) { return .serveNow }
+        if dropsCalls(of: sender) { return .drop }
+        if queue.isEmpty && !callsWait(of: user) && !isFlooded(flow) { return .serveNow }
         do {
             try queue.enqueue((call, sender), user: user, cost: cost)
         } catch {
@@ -194,7 +200,19 @@ public struct CallScheduler<Call, Refusal> {
 
     /// Whether a call from `sender` is dropped before it is even decoded: the sender is not
     /// reading (its read receipt is overdue).
-    public func dropsUnread(from sender: String) -> Bool { ledger.isStalled(sender) }
+    public func dropsUnread(from sender: String) -> Bool { dropsCalls(of: sender) }
+
+    /// Whether `sender`'s calls are dropped unanswered: it is stalled, on a bus where that costs
+    /// the service (`unreadCostsTheService`).
+    func dropsCalls(of sender: String) -> Bool { unreadCostsTheService && ledger.isStalled(sender) }
+
+    /// Whether `user`'s calls wait for a receipt: its peers have more than its share unread, on a
+    /// bus where that costs the service.
+    func callsWait(of user: UserID) -> Bool { Self.callsWait(of: user, ledger, unreadCostsTheService) }
+
+    private static func callsWait(of user: UserID, _ ledger: OutputLedger, _ costsUs: Bool) -> Bool {
+        costsUs && ledger.isBlocked(user)
+    }
 
     /// Why a call from `sender` is refused before it is decoded, with its user (it would be
     /// queued, then refused): its user's share of the queue is used up.
@@ -220,8 +238,10 @@ public struct CallScheduler<Call, Refusal> {
     public mutating func nextStep(_ flow: some FlowGauge) -> Step {
         let behind = isWritingBehind(flow)
         if !behind { servedWhileBehind = nil } else if servedWhileBehind == nil { servedWhileBehind = [] }
-        let ledger = self.ledger, served = servedWhileBehind
-        guard let (user, next) = queue.next(where: { !ledger.isBlocked($0) && !(served?.contains($0) ?? false) })
+        let ledger = self.ledger, served = servedWhileBehind, costsUs = unreadCostsTheService
+        guard let (user, next) = queue.next(where: {
+            !Self.callsWait(of: $0, ledger, costsUs) && !(served?.contains($0) ?? false)
+        })
         else {
             if behind && !queue.isEmpty { return .waitForOutput }
             if queue.isEmpty && peakQueued >= limits.trimAfterQueued {
@@ -230,7 +250,7 @@ public struct CallScheduler<Call, Refusal> {
             }
             return .idle(trim: false)
         }
-        if users[next.sender] == nil || ledger.isStalled(next.sender) { return .drop(next.call) }
+        if users[next.sender] == nil || dropsCalls(of: next.sender) { return .drop(next.call) }
         servedWhileBehind?.insert(user)
         return .serve(next.call)
     }

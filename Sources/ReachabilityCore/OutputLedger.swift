@@ -28,6 +28,9 @@
 /// every `perUser` bytes; a peer that really does not read gains `perUser`
 /// bytes per forgiveness, so logarithmically in time.
 ///
+/// On dbus-broker the ledger holds no call back (`CallScheduler.unreadCostsTheService`): the
+/// broker charges the reader, so only signals follow it there.
+///
 /// The bus itself can vouch for such a peer: dbus-daemon answers
 /// `GetConnectionStats` with the bytes it still holds for a connection
 /// (`OutgoingBytes`), and a peer that reads — from a main loop, a thread, or

@@ -106,6 +106,26 @@ struct CallSchedulerTimedTests {
         #expect(s.drain(Gauge.calm) == ["-2.0"])
     }
 
+    @Test("a bus that charges readers (dbus-broker): a caller that does not read is answered; signals still wait")
+    func busThatChargesReaders() {
+        let clock = TestClock()
+        var s = Scheduler.small(clock)
+        s.unreadCostsTheService = false
+        Self.stall(":1.1", &s, clock)
+        #expect(s.ledger.isStalled(":1.1"), "the ledger still knows it does not read")
+        #expect(!s.dropsUnread(from: ":1.1"))
+        #expect(s.place("stalled", from: ":1.1", user: 1, cost: 1, flow: Gauge.calm) == .serveNow)
+        #expect(s.sending(100, to: ":1.1") != .skip, "its answers are sent: the bus charges them to it")
+        #expect(s.isBehind(":1.1"), "its signals are withheld, as on any bus")
+        // A user past its share unread: its calls do not wait for a receipt.
+        s.know(":1.2", as: 2)
+        _ = s.sending(1001, to: ":1.2")
+        #expect(s.ledger.isBlocked(2))
+        #expect(s.place("blocked", from: ":1.2", user: 2, cost: 1, flow: Gauge.calm) == .serveNow)
+        _ = s.place("queued", from: ":1.2", user: 2, cost: 1, flow: Gauge.flooded)
+        #expect(s.drain(Gauge.calm) == ["queued"])
+    }
+
     @Test("withheld delivery: a peer stalled, or owing a receipt past its user's share, is sent no signals")
     func withheldDelivery() {
         let clock = TestClock()
