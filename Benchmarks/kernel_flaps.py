@@ -91,7 +91,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "Tests" / "Integration"))
 
 import harness  # noqa: E402
-from measure import context_switches, idle_wakeups, pct, rss_kb, thread_switches  # noqa: E402
+from measure import idle_wakeups, pct, rss_kb, thread_switches  # noqa: E402
 from harness import MANAGER_IFACE, PROPERTIES_IFACE, REACHABLE, ROOT_PATH, TARGET_IFACE  # noqa: E402
 
 UPLINK, UPLINK_PEER = "kveth0", "kup0"
@@ -287,6 +287,14 @@ class NetnsDaemon(harness.Daemon):
     def argv(self):
         return harness.Namespaces.exec_argv(self.netns) + [str(self.binary)] + self.args
 
+
+
+def thread_name(pid, tid):
+    """A thread's name (``/proc/PID/task/TID/comm``), or "?" once it has gone."""
+    try:
+        return Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+    except OSError:
+        return "?"
 
 def row(name, values):
     return (f"  {name:<34} p50 {statistics.median(values):7.3f}   p99 {pct(values, 99):7.3f}   "
@@ -564,11 +572,18 @@ def main():
         per_edge = [windows[i + 1] - windows[i] for i in range(len(windows) - 1)]
         rss_after = rss_kb(daemon.pid)
         growth = rss_after - rss_before
-        idle_before = context_switches(daemon.pid)
+        # Per thread: a thread that ends in the window takes its count with it (the sum once went
+        # negative, -7, and run.py dropped the row); it counts one wake-up, as one that starts.
+        idle_before = thread_switches(daemon.pid)
+        names = {tid: thread_name(daemon.pid, tid) for tid in idle_before}
         writes_before = len(writes.times) if writes is not None else 0
         reachctl_before = thread_switches(textfile.pid) if textfile is not None else {}
         time.sleep(options.idle)
-        idle_switches = context_switches(daemon.pid) - idle_before
+        idle_after = thread_switches(daemon.pid)
+        idle_switches = idle_wakeups(idle_before, idle_after)
+        ended = sorted(names.get(tid, "?") for tid in idle_before.keys() - idle_after.keys())
+        idle_threads = (f"; threads ended {len(ended)}{' (' + ', '.join(ended) + ')' if ended else ''}, started "
+                        f"{len(idle_after.keys() - idle_before.keys())}")
         idle_writes = len(writes.times) - writes_before if writes is not None else 0
         reachctl_switches = idle_wakeups(reachctl_before, thread_switches(textfile.pid)) if textfile else 0
 
@@ -632,7 +647,7 @@ def main():
         path_exact = all(n == 1 for n in path_per_edge)
         held = " with the path object held" if options.path else ""
         print(f"idle over {options.idle:.0f} s after the flaps{held}: {idle_switches} context switches "
-              f"(all threads); RSS {rss_after / 1024:.2f} MiB")
+              f"(all threads); RSS {rss_after / 1024:.2f} MiB{idle_threads}")
         if textfile is not None:
             print(f"textfile over the same {options.idle:.0f} s idle: {idle_writes} replacements; reachctl "
                   f"{reachctl_switches} context switches (all threads; a thread started or ended counts one)")
