@@ -24,6 +24,13 @@ public final class MainLoop {
 
     deinit { g_main_loop_unref(loop) }
 
+    /// Keeps GLib's idle worker threads (GTask's pool, named "pool") waiting for work instead of
+    /// ending 15 s after their last job: a thread that ends is a wake-up while nothing changes
+    /// (`kernel_flaps.py` caught one in its idle window). For the daemon only — it sets the
+    /// process's GLib, which a program using the library keeps as it chose. Wraps
+    /// `g_thread_pool_set_max_idle_time`.
+    public static func keepIdleWorkers() { g_thread_pool_set_max_idle_time(0) }
+
     /// Runs until `quit()`, as a task on `LoopActor` started in place (`Task.immediate`):
     /// the Swift runtime then knows this thread's executor, and the isolation checks it
     /// makes in callbacks are a comparison instead of a question to GLib. Wraps `g_main_loop_run`.

@@ -37,6 +37,7 @@ func main() -> Int32 {
     case .run:
         if options.verbose { log.level = .debug }
         Memory.mapLargeBlocks()
+        MainLoop.keepIdleWorkers()
         raiseDescriptorLimit(logger)
         // The exporter, chosen once: every instrument below reports to it.
         var options = options
