@@ -288,13 +288,13 @@ class NetnsDaemon(harness.Daemon):
         return harness.Namespaces.exec_argv(self.netns) + [str(self.binary)] + self.args
 
 
-
 def thread_name(pid, tid):
     """A thread's name (``/proc/PID/task/TID/comm``), or "?" once it has gone."""
     try:
         return Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
     except OSError:
         return "?"
+
 
 def row(name, values):
     return (f"  {name:<34} p50 {statistics.median(values):7.3f}   p99 {pct(values, 99):7.3f}   "
@@ -581,7 +581,7 @@ def main():
         time.sleep(options.idle)
         idle_after = thread_switches(daemon.pid)
         idle_switches = idle_wakeups(idle_before, idle_after)
-        ended = sorted(names.get(tid, "?") for tid in idle_before.keys() - idle_after.keys())
+        ended = sorted(names[tid] for tid in idle_before.keys() - idle_after.keys())
         idle_threads = (f"; threads ended {len(ended)}{' (' + ', '.join(ended) + ')' if ended else ''}, started "
                         f"{len(idle_after.keys() - idle_before.keys())}")
         idle_writes = len(writes.times) - writes_before if writes is not None else 0

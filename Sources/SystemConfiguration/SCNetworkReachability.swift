@@ -171,7 +171,8 @@ public final class SCNetworkReachability: NSObject, Sendable {
     }
 
     public override var description: String {
-        let target = isName ? "name = \(name)" : "address = \(name.isEmpty ? TargetDescription<String>.internetAddress : name)"
+        let address = name.isEmpty ? TargetDescription<String>.internetAddress : name
+        let target = isName ? "name = \(name)" : "address = \(address)"
         return "<SCNetworkReachability \(Unmanaged.passUnretained(self).toOpaque())> {\(target)}"
     }
 

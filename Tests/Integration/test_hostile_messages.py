@@ -39,7 +39,7 @@ FD_SECONDS = float(os.environ.get("REACH_FD_SECONDS", "8"))
 # (max_outgoing_unix_fds, "destination has a full message queue"), a quota all senders share. The
 # flood's first burst (1,024 calls) reaches the service faster than anyone receives 16 descriptors
 # a call, which reading ahead does not change: libdbus takes them at the same cost
-# (docs/hardening.md, "What a call may carry"). 0-4 of about 500 in runs here; none after the attack.
+# (docs/hardening.md, "What a call may carry"). 0-3 of about 500 in runs here; none after the attack.
 FD_BUS_FULL_SHARE = 0.02
 # The most descriptors a peer can make the daemon hold (BusConnection.peerDescriptorBound:
 # libdbus's 256 read and not dispatched, plus one message of at most 253).
