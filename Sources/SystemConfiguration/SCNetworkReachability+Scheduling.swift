@@ -100,12 +100,18 @@ extension SCNetworkReachability {
             guard state.subscription?.id == id, state.callouts.received(flags) else { return nil }
             return (state.queue, state.runLoops.first)
         }
+        // The block holds the reference weakly: one still waiting on the queue or run loop when
+        // the reference is unscheduled and released does not keep it (and its context) alive
+        // until the queue gets to it, or for ever on a run loop that no longer runs. Only a
+        // block already running holds it, until it returns, as Apple's in-flight callouts do.
         switch target {
         case (let queue?, _)?:
-            queue.async { self.perform(flags, subscription: id) }
+            queue.async { [weak self] in self?.perform(flags, subscription: id) }
         case (nil, let scheduled?)?:
             // A block for that run loop in that mode; waking it runs the block there.
-            CFRunLoopPerformBlock(scheduled.loop, scheduled.mode) { self.perform(flags, subscription: id) }
+            CFRunLoopPerformBlock(scheduled.loop, scheduled.mode) { [weak self] in
+                self?.perform(flags, subscription: id)
+            }
             CFRunLoopWakeUp(scheduled.loop)
         default:
             break

@@ -255,6 +255,43 @@ final class ReachabilityShapedTests: XCTestCase {
         XCTAssertEqual(probe.order.withLock { $0 }, ["callback ended", "unschedule returned"])
     }
 
+    func testACalloutStillWaitingOnTheQueueDoesNotKeepTheReference() throws {
+        // A queue that has not yet got to the callout handed to it (busy, or suspended): once
+        // the reference is unscheduled and released, it goes at once, its context's retain
+        // released on the releasing thread, and the late callout calls nothing.
+        let waiting = Mutex<[@Sendable () -> Void]>([])
+        let handed = DispatchSemaphore(value: 0)
+        let queue = SCNetworkReachability.CalloutQueue { work in
+            waiting.withLock { $0.append(work) }
+            handed.signal()
+        }
+        let probe = Probe(entered: DispatchSemaphore(value: 0), proceed: DispatchSemaphore(value: 0))
+        weak var gone: SCNetworkReachability?
+        do {
+            let reference = try XCTUnwrap(SCNetworkReachabilityCreateWithName(nil, "localhost"))
+            gone = reference
+            var context = SCNetworkReachabilityContext(
+                version: 0, info: Unmanaged.passUnretained(probe).toOpaque(),
+                retain: { UnsafeRawPointer(Unmanaged<Probe>.fromOpaque($0).retain().toOpaque()) },
+                release: { info in
+                    let probe = Unmanaged<Probe>.fromOpaque(info).takeUnretainedValue()
+                    probe.order.withLock { $0.append("released") }
+                    Unmanaged<Probe>.fromOpaque(info).release()
+                },
+                copyDescription: nil)
+            XCTAssertTrue(SCNetworkReachabilitySetCallback(reference, { _, _, info in
+                Unmanaged<Probe>.fromOpaque(info!).takeUnretainedValue().order.withLock { $0.append("called") }
+            }, &context))
+            XCTAssertTrue(reference.schedule(queue: queue, loop: nil))
+            XCTAssertEqual(handed.wait(timeout: .now() + 10), .success, "the name's owed callout never came")
+            XCTAssertTrue(SCNetworkReachabilitySetDispatchQueue(reference, nil))
+        }
+        XCTAssertNil(gone, "unscheduled and released, yet a callout waiting on the queue keeps it")
+        XCTAssertEqual(probe.order.withLock { $0 }, ["released"], "the context's retain is released with the reference")
+        for work in waiting.withLock({ $0 }) { work() }
+        XCTAssertEqual(probe.order.withLock { $0 }, ["released"], "a callout run after unscheduling called back")
+    }
+
     func testANameNotScheduledIsReadWithoutALookup() throws {
         // configd evaluates a name's path without resolving it: the internet's answer. A name
         // that cannot resolve reads as reachable until it is scheduled.

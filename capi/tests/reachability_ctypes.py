@@ -104,6 +104,7 @@ class Probe:
     def __init__(self, lib: Library, label: str, expect_main: bool | None):
         self.lib, self.label, self.expect_main = lib, label, expect_main
         self.retains = self.releases = 0
+        self.counted = threading.Condition()
         self.wrong_thread = 0
         self.retain = Retain(self._retain)
         self.release = Release(self._release)
@@ -114,11 +115,20 @@ class Probe:
         self.context = Context(0, ctypes.addressof(self.token), self.retain, self.release, self.describe)
 
     def _retain(self, info):
-        self.retains += 1
+        with self.counted:
+            self.retains += 1
         return info
 
     def _release(self, _info):
-        self.releases += 1
+        with self.counted:
+            self.releases += 1
+            self.counted.notify_all()
+
+    def balanced(self, timeout: float) -> bool:
+        """Every retain released, at once or within `timeout` (a callout already running on the
+        queue's thread holds its reference until it returns, as Apple's do)."""
+        with self.counted:
+            return self.counted.wait_for(lambda: self.retains == self.releases, timeout)
 
     def _callback(self, target, flags, _info):
         assert target
@@ -202,7 +212,7 @@ def watch(lib: Library, scheduling: str, address: str, local_address: str) -> in
     say("stopped", "all", 0)
     for reference in references.values():
         cf.CFRelease(reference)
-    unbalanced = {label: (p.retains, p.releases) for label, p in probes.items() if p.retains != p.releases}
+    unbalanced = {label: (p.retains, p.releases) for label, p in probes.items() if not p.balanced(10)}
     wrong = {label: p.wrong_thread for label, p in probes.items() if p.wrong_thread}
     if unbalanced or wrong:
         print(f"unbalanced retains/releases {unbalanced}, callbacks on the wrong thread {wrong}", file=sys.stderr)
