@@ -251,11 +251,11 @@ extension Netlink {
     /// Waits for answers and returns every datagram queued, up to 64 per system
     /// call: one route answer is one datagram. Wraps `recvmmsg(2)`.
     private func receiveMany() throws(NetlinkError) -> [[UInt8]] {
-        let count = 64
         let size = 4096
-        var storage = [UInt8](repeating: 0, count: count * size)
+        let raw = receiveArea.bytes
+        let count = raw.count / size
         var result: [[UInt8]] = []
-        _ = try Syscall.netlink("recvmmsg") { storage.withUnsafeMutableBytes { raw in
+        _ = try Syscall.netlink("recvmmsg") {
             var vectors = (0..<count).map { i in iovec(iov_base: raw.baseAddress! + i * size, iov_len: size) }
             return vectors.withUnsafeMutableBufferPointer { iov in
                 var headers = (0..<count).map { i in
@@ -273,7 +273,7 @@ extension Netlink {
                 }
                 return n
             }
-        } }
+        }
         return result
     }
 
