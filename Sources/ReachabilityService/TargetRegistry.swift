@@ -49,6 +49,8 @@ final class TargetRegistry {
     /// Targets whose last holder left, to be removed a batch at a time.
     private var orphans = Ring<TargetKey>()
     private var removals: SourceHandle?
+    /// The removals under way: how many so far, since when (logged when there were many).
+    private var removalRun: (count: Int, started: ContinuousClock.Instant)?
     /// The most targets watched at once since memory was last given back.
     private var peak = 0
     /// The clients whose refusal was logged (`Log.Event.clientOverLimit`).
@@ -142,6 +144,7 @@ final class TargetRegistry {
             orphans.append(key)
         }
         guard !orphans.isEmpty, removals == nil else { return }
+        removalRun = removalRun ?? (0, .now)
         removals = Sources.idle { [unowned self] in self.removeOrphans() }
     }
 
@@ -156,11 +159,17 @@ final class TargetRegistry {
             remove(key, announcingTo: [])
             removed += 1
         }
+        removalRun?.count += removed
         if !orphans.isEmpty {
             removals = Sources.idle { [unowned self] in self.removeOrphans() }
             return
         }
         compactAfterPeak()
+        if let run = removalRun, run.count > Self.removalBatch {
+            let milliseconds = (ContinuousClock.now - run.started) / .milliseconds(1)
+            logger.info("removed \(run.count) targets that clients which left held, in \(Int(milliseconds)) ms")
+        }
+        removalRun = nil
     }
 
     /// After a peak (a quarter of the targets are left), gives its memory back.
