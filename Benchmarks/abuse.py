@@ -226,13 +226,16 @@ def descriptors(lab, connections=8, window=128, per_call=16):
     daemon = lab.start_daemon()
     with DescriptorSampler(daemon.pid) as fds, \
             Attack(lab, f"{connections} x {window} GetAll in flight, {per_call} fds each") as attack:
+        bus = Probe(lab, name="bus-probe-fds", bus=True)
         attacker = flood(lab, NOBODY, "fds", "get_all", connections=connections, calls=0, window=window,
                          fds=per_call, seconds=SECONDS, hold=False, timeout=30)
         result = flood_result(attacker, SECONDS + 120)
         attack.attacker_gone()
+        floor = latency_summary(bus.stop())
     attack.p99_goal = HOSTILE_P99_GOAL_MS
     attack.notes.append(f"attacker: {describe_flood(result)}; daemon descriptors idle {fds.idle}, peak {fds.peak} "
-                        f"(bound: idle + {PEER_DESCRIPTOR_BOUND})")
+                        f"(bound: idle + {PEER_DESCRIPTOR_BOUND}); the bus driver's own answers meanwhile: "
+                        f"p99 {floor['p99']:.1f} ms, max {floor['max']:.1f} ms")
     attack.missed = [] if result["complete"] and fds.peak <= fds.idle + PEER_DESCRIPTOR_BOUND else \
         ["unanswered calls or descriptors over the bound"]
     return [attack]

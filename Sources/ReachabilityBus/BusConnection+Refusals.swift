@@ -4,7 +4,8 @@ import ReachabilityLoop
 
 /// Refusals leave in turn, as answers do (`BusConnection+Flow`).
 ///
-/// A flood past its user's share of the queue is refused (`LimitsExceeded`). Sent at once,
+/// A flood past its user's share of the queue is refused (`LimitsExceeded`), and a call that
+/// cannot be taken as read is refused before it is decoded (`InvalidArgs`: descriptors, size). Sent at once,
 /// those refusals lined up in libdbus's outgoing queue — tens of thousands while the bus was
 /// slow to read the service — ahead of another user's answer and of the service's own read
 /// receipts: a victim's calls waited seconds there, its receipt timed out, and it was taken for
@@ -30,8 +31,12 @@ extension BusConnection {
     }
 
     /// Answers `call` with `LimitsExceeded` saying `why`: now, or in its user's turn.
-    func refuse(_ call: MethodCall, _ why: String) {
-        let error = BusError.limitsExceeded(why)
+    func refuse(_ call: MethodCall, _ why: String) { refuse(call, with: .limitsExceeded(why)) }
+
+    /// Answers `call` with `error`: now, or in its user's turn. Also the calls refused as
+    /// they are read (descriptors attached, arguments too large or not decoded): sent at
+    /// once, a flood of them lined up ahead of other users' answers as `LimitsExceeded` did.
+    func refuse(_ call: MethodCall, with error: BusError) {
         guard callers.scheduler.refusalWaits(flow) else { return call.fail(error) }
         guard let later = call.answerLater(error) else { return }
         refuse(later, user: callers.scheduler.user(of: call.sender))

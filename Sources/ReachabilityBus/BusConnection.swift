@@ -319,9 +319,9 @@ public final class BusConnection {
             path: path, interface: interface, member: member, arguments: decoded ?? [], signature: signature,
             wantsReply: dbus_message_get_no_reply(message) == 0, logger: logger)
         if let refusal {
-            call.fail(refusal)
+            refuse(call, with: refusal)
         } else if decoded == nil {
-            call.fail(.invalidArgs("file descriptors are not accepted"))
+            refuse(call, with: .invalidArgs("file descriptors are not accepted"))
         } else {
             admit(call)
         }
