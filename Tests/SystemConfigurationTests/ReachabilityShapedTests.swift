@@ -270,15 +270,7 @@ final class ReachabilityShapedTests: XCTestCase {
         do {
             let reference = try XCTUnwrap(SCNetworkReachabilityCreateWithName(nil, "localhost"))
             gone = reference
-            var context = SCNetworkReachabilityContext(
-                version: 0, info: Unmanaged.passUnretained(probe).toOpaque(),
-                retain: { UnsafeRawPointer(Unmanaged<Probe>.fromOpaque($0).retain().toOpaque()) },
-                release: { info in
-                    let probe = Unmanaged<Probe>.fromOpaque(info).takeUnretainedValue()
-                    probe.order.withLock { $0.append("released") }
-                    Unmanaged<Probe>.fromOpaque(info).release()
-                },
-                copyDescription: nil)
+            var context = probe.countedContext()
             XCTAssertTrue(SCNetworkReachabilitySetCallback(reference, { _, _, info in
                 Unmanaged<Probe>.fromOpaque(info!).takeUnretainedValue().order.withLock { $0.append("called") }
             }, &context))
@@ -315,16 +307,7 @@ final class ReachabilityShapedTests: XCTestCase {
         do {
             let reference = try XCTUnwrap(SCNetworkReachabilityCreateWithName(nil, "localhost"))
             gone = reference
-            var context = SCNetworkReachabilityContext(
-                version: 0, info: Unmanaged.passUnretained(probe).toOpaque(),
-                retain: { UnsafeRawPointer(Unmanaged<Probe>.fromOpaque($0).retain().toOpaque()) },
-                release: { info in
-                    let probe = Unmanaged<Probe>.fromOpaque(info).takeUnretainedValue()
-                    probe.order.withLock { $0.append("released") }
-                    Unmanaged<Probe>.fromOpaque(info).release()
-                    probe.released.signal()
-                },
-                copyDescription: nil)
+            var context = probe.countedContext()
             XCTAssertTrue(SCNetworkReachabilitySetCallback(reference, { target, _, info in
                 let probe = Unmanaged<Probe>.fromOpaque(info!).takeUnretainedValue()
                 _ = probe.proceed.wait(timeout: .now() + 10)  // until the test has seen it alive
@@ -388,6 +371,21 @@ private final class Probe: Sendable {
     init(entered: DispatchSemaphore, proceed: DispatchSemaphore) {
         self.entered = entered
         self.proceed = proceed
+    }
+
+    /// A context with this probe as `info`: retained, and on each release "released" is
+    /// recorded and `released` signalled.
+    func countedContext() -> SCNetworkReachabilityContext {
+        SCNetworkReachabilityContext(
+            version: 0, info: Unmanaged.passUnretained(self).toOpaque(),
+            retain: { UnsafeRawPointer(Unmanaged<Probe>.fromOpaque($0).retain().toOpaque()) },
+            release: { info in
+                let probe = Unmanaged<Probe>.fromOpaque(info).takeUnretainedValue()
+                probe.order.withLock { $0.append("released") }
+                Unmanaged<Probe>.fromOpaque(info).release()
+                probe.released.signal()
+            },
+            copyDescription: nil)
     }
 }
 
