@@ -144,7 +144,8 @@ final class TargetRegistry {
             orphans.append(key)
         }
         guard !orphans.isEmpty, removals == nil else { return }
-        removalRun = removalRun ?? (0, .now)
+        // No removal under way (its end empties both): a run starts.
+        removalRun = (0, .now)
         removals = Sources.idle { [unowned self] in self.removeOrphans() }
     }
 
