@@ -109,23 +109,38 @@ extension SystemLog {
     private func send(_ datagram: [UInt8], to path: String) -> Bool {
         let fd = datagramSocket()
         guard fd >= 0 else { return false }
+        let sent = UnixDatagram.send(datagram, to: path, over: fd)
+        // EAGAIN: the journal is behind; the line is dropped, not written elsewhere.
+        return sent == 0 || sent == EAGAIN
+    }
+}
+
+/// Datagrams to a local socket named by its path (the journal's, `/dev/log`, the service
+/// manager's `NOTIFY_SOCKET`), the one place that builds its address.
+enum UnixDatagram {
+    /// Sends `datagram` over `fd` (a datagram socket of `AF_UNIX`) to `path`; a path that
+    /// starts with `@` names an abstract socket (systemd's notation). Returns 0 when sent,
+    /// else the error number (`EINVAL` for a path too long). Wraps `sendto(2)`.
+    static func send(_ datagram: [UInt8], to path: String, over fd: Int32) -> Int32 {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
-        let pathBytes = Array(path.utf8)
-        guard pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
+        var pathBytes = Array(path.utf8)
+        let abstract = pathBytes.first == UInt8(ascii: "@")
+        if abstract { pathBytes[0] = 0 }
+        guard !pathBytes.isEmpty, pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return EINVAL }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             raw.copyBytes(from: pathBytes)
             raw[pathBytes.count] = 0
         }
+        // An abstract name is exactly its bytes; a path is NUL-terminated.
+        let length = MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + pathBytes.count + (abstract ? 0 : 1)
         let sent = datagram.withUnsafeBytes { bytes in
             withUnsafePointer(to: &address) { pointer in
                 pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL), $0,
-                           socklen_t(MemoryLayout<sockaddr_un>.size))
+                    sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL), $0, socklen_t(length))
                 }
             }
         }
-        // EAGAIN: the journal is behind; the line is dropped, not written elsewhere.
-        return sent >= 0 || errno == EAGAIN
+        return sent >= 0 ? 0 : errno
     }
 }

@@ -50,6 +50,8 @@ public final class Daemon {
     private let logger: Logger
     private let metrics: MetricsObject
     private var signalSources: [SourceHandle] = []
+    /// systemd's notification socket and watchdog (`WatchdogSec=` in the unit).
+    private let serviceManager = ServiceManager()
     private var exitCode: Int32 = 0
     private let backendMode: BackendMode
     private let replace: Bool
@@ -209,6 +211,13 @@ public final class Daemon {
         // The name follows the first evaluation (`evaluationFinished`), within a bound.
         readyTimer = Sources.after(milliseconds: Self.readyBound) { [unowned self] in
             self.serve(waitedTooLong: true)
+        }
+        // systemd's watchdog, fed from this loop: a loop that stops turning (not only a process
+        // that dies) is ended and restarted, and its name leaves the bus, so that every client
+        // stops repeating its last answer (docs/design.md, "When the service is away").
+        if let period = serviceManager.feedWatchdog() {
+            let timeout = Double(serviceManager.watchdogMicroseconds ?? 0) / 1_000_000
+            logger.info("feeding systemd's watchdog every \(period) s (its timeout: \(timeout) s)")
         }
         loop.run()
         connection.flush()
