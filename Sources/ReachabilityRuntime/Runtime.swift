@@ -92,6 +92,9 @@ package final class Runtime {
         switch daemonBackend() {
         case .success(let daemon):
             daemon.isServiceAvailable { [logger] available in
+                if available && daemon.owner.isEmpty && requested != .daemon {
+                    return Self.startService(of: daemon, logger: logger, done)
+                }
                 if available {
                     return Self.checkNamespace(of: daemon, requested: requested, logger: logger, done)
                 }
@@ -112,17 +115,48 @@ package final class Runtime {
         }
     }
 
+    /// The bus can start the service but it is not running: it is started now, so that a
+    /// start that fails (a masked or removed unit, a start that fails or hangs) leaves this
+    /// caller answering in-process rather than failing, or waiting for nothing
+    /// (`reachctl wait` for `reachability-wait@`). Bounded by `answerBound`.
+    private static func startService(of daemon: DaemonBackend, logger: Logger,
+                                     _ done: @escaping (Result<ReachabilityMode, ReachabilityError>) -> Void) {
+        daemon.driver("StartServiceByName", [.string(ServiceNames.busName), .uint32(0)],
+                      timeoutMilliseconds: Int32(answerBound)) { result in
+            switch result {
+            case .success:
+                checkNamespace(of: daemon, requested: nil, logger: logger, done)
+            case .failure(let error):
+                let why = "the system bus could not start \(ServiceNames.busName) (\(error.message))"
+                ReachabilityMode.noteInProcess(why)
+                logger.info("\(why); answering in-process")
+                done(.success(.inProcess))
+            }
+        }
+    }
+
+    /// How long the choice waits for the service (to start, or to answer its first call), in
+    /// milliseconds: past it, a caller that did not ask for the daemon answers in-process.
+    package static let answerBound: UInt32 = 3000
+
     /// The daemon answers for its own network namespace (`Manager.NetworkNamespace`): a process
     /// in another (a container given the host's bus socket) answers in-process instead, for its
     /// own — unless it asked for the daemon, which it then gets, told so in the log. A daemon
-    /// that does not say (an older one, 0: unknown), or does not answer within 3 s (it is
-    /// starting, or hung: its calls then fail on their own), is taken as this namespace's.
+    /// that does not say (an older one, 0: unknown) is taken as this namespace's. One that
+    /// does not answer within `answerBound` is hung (stopped, or its loop stuck): a caller that
+    /// did not ask for the daemon answers in-process instead of waiting on it.
     private static func checkNamespace(of daemon: DaemonBackend, requested: ReachabilityMode?, logger: Logger,
                                        _ done: @escaping (Result<ReachabilityMode, ReachabilityError>) -> Void) {
         daemon.connection.callAsync(
             destination: ServiceNames.busName, path: DaemonBackend.root, interface: DaemonBackend.properties,
             member: "Get", [.string(ServiceNames.managerInterface), .string(Contract.Manager.networkNamespace.name)],
-            timeoutMilliseconds: 3000) { result in
+            timeoutMilliseconds: Int32(answerBound)) { result in
+            if case .failure(let error) = result, error.name == BusError.noReply, requested != .daemon {
+                let why = "\(ServiceNames.busName) did not answer within \(answerBound / 1000) s"
+                ReachabilityMode.noteInProcess(why)
+                logger.warning("\(why); answering in-process")
+                return done(.success(.inProcess))
+            }
             let ours = NetworkNamespace.current()
             guard case .success(let values) = result, case .variant(.uint64(let theirs))? = values.first,
                   theirs != 0, ours != 0, theirs != ours else {

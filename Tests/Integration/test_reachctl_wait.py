@@ -11,6 +11,8 @@ NetworkManager lab.
   NetworkManager's check can), ``--unmetered`` (NetworkManager's ``connection.metered``).
 """
 
+import os
+import signal
 import subprocess
 import time
 
@@ -19,6 +21,7 @@ from harness import CHANGE_TIMEOUT, ROOT_PATH, SERVICE, TARGET_IFACE
 from test_clients import BIN, client_env, in_lab
 from test_kernel_backend import (KERNEL_CONNECTED, KERNEL_OFFLINE, UPLINK_PEER, daemon_args,  # noqa: F401
                                  kernel_lab, start_daemon)
+from test_activation import activation_lab  # noqa: F401 (a fixture)
 from test_network_path import set_metered
 
 KERNEL = daemon_args("--backend", "kernel")
@@ -168,3 +171,42 @@ def test_wait_full_and_unmetered_with_networkmanager(nm_lab):
     status, _, err, _ = run_wait(lab, "--full", "--timeout", "1")
     assert status == 1 and "internet: not reached within 1 s: portal" in err, err
     assert lab.client.get(SERVICE, ROOT_PATH, TARGET_IFACE, "Connectivity") == "portal"
+
+
+# --- the service away: reachctl wait (and reachability-wait@) evaluates in-process ---------
+
+
+def test_wait_evaluates_in_process_when_the_bus_cannot_start_the_service(activation_lab):
+    """The name is activatable but its start fails (a masked unit, a removed binary): wait does
+    not exit 2 at once, it waits on its own evaluation, and says why."""
+    lab = activation_lab
+    starts = lab.directory / "failed-starts"
+    (lab.servicedir / f"{SERVICE}.service").write_text(
+        f"[D-BUS Service]\nName={SERVICE}\nExec=/bin/sh -c 'echo started >> {starts}; exit 1'\n")
+    lab.client.call(harness.DBUS_NAME, harness.DBUS_PATH, harness.DBUS_NAME, "ReloadConfig")
+    status, out, err, seconds = run_wait(lab, "--timeout", "20")
+    assert status == 0, f"exit {status} after {seconds:.2f} s\n{out}{err}"
+    assert starts.exists(), "the bus was not asked to start the service"
+    assert "could not start" in err and "evaluating in this process" in err, err
+    assert seconds < 10, f"reachctl wait took {seconds:.2f} s"
+    # A target not reached (the lab's DNS has no such name): 1 after the timeout, with the
+    # in-process engine's reason.
+    status, _, err, _ = run_wait(lab, "nosuchhost.test", "--timeout", "1")
+    assert status == 1 and "not reached within 1 s" in err, (status, err)
+
+
+def test_wait_evaluates_in_process_when_the_service_hangs(kernel_lab):
+    """The daemon holds its name but answers nothing (SIGSTOP): wait evaluates in-process
+    after its bound (3 s) instead of waiting on the hung service until its timeout."""
+    state = online_kernel_lab(kernel_lab)
+    os.kill(state.daemon.pid, signal.SIGSTOP)
+    try:
+        status, out, err, seconds = run_wait(kernel_lab, "--timeout", "20")
+        assert status == 0, f"exit {status} after {seconds:.2f} s\n{out}{err}"
+        assert "did not answer within 3 s" in err and "evaluating in this process" in err, err
+        assert seconds < 8, f"reachctl wait took {seconds:.2f} s against a hung service"
+        status, _, err, seconds = run_wait(kernel_lab, "-6", "--timeout", "1")
+        assert status == 1 and "not reached within 1 s" in err, (status, err)
+        assert seconds < 8, seconds
+    finally:
+        os.kill(state.daemon.pid, signal.SIGCONT)
