@@ -14,8 +14,9 @@ struct Metrics: AsyncParsableCommand {
             the backend, NetworkManager's returns, evaluation times, lookups in flight and the clients, \
             from reachabilityd on the system bus (it opens no TCP port). With --textfile, reachctl keeps \
             running and rewrites FILE (a temporary file in the same directory, renamed over it) after \
-            every change the daemon announces, and every --liveness seconds with the time of writing \
-            (the daemon is never asked on a timer): point node_exporter's \
+            every change the daemon announces, and every --liveness seconds after asking the service \
+            again with a bound (a service that holds its name but does not answer is written as \
+            reachability_up 0) and with the time of writing: point node_exporter's \
             --collector.textfile.directory at FILE's directory, and name FILE *.prom. The unit \
             reachabilityd-metrics-textfile.service runs it, and removes FILE when it stops.
             """)
@@ -27,7 +28,7 @@ struct Metrics: AsyncParsableCommand {
         "With --textfile: rewrite FILE at least this often, with the time in "
             + "reachctl_textfile_updated_timestamp_seconds, so that its age tells a stopped writer from "
             + "a quiet network (the daemon is not asked again).", valueName: "SECONDS"))
-    var liveness: Int = 60
+    var liveness: Int = 30
 
     func validate() throws {
         if let textfile, textfile.isEmpty || textfile.hasSuffix("/") {
@@ -45,13 +46,17 @@ struct Metrics: AsyncParsableCommand {
             return
         }
         let writer = TextFileWriter(path: textfile)
-        // The writer's own heartbeat: the last text again, with the time, from a timer on
-        // the main queue (where this command's tasks run: no thread pool is started). The
-        // daemon is not asked again: it never works on a timer.
+        // The writer's own heartbeat, from a timer on the main queue (where this command's
+        // tasks run: no thread pool is started): the live service is asked for its metrics
+        // (bounded by `askTimeout`), so that a hung service — one that holds its name but no
+        // longer answers — is written as reachability_up 0, not repeated as if fresh; then the
+        // file is rewritten with the time. The daemon itself never wakes on a timer: this
+        // opt-in writer asks it once per --liveness.
+        let ask = Self.askTimeout(liveness: liveness)
         let heartbeat = DispatchSource.makeTimerSource(queue: .main)
         heartbeat.schedule(deadline: .now() + .seconds(liveness), repeating: .seconds(liveness), leeway: .seconds(1))
         heartbeat.setEventHandler {
-            do throws(TextFile.Failure) { try writer.rewrite() } catch { Output.error(error.description) }
+            Task(executorPreference: MainQueueExecutor()) { await writer.beat(askingWithin: ask) }
         }
         heartbeat.resume()
         defer { heartbeat.cancel() }
@@ -61,30 +66,85 @@ struct Metrics: AsyncParsableCommand {
             try writer.write(text)
         }
     }
+
+    /// How long a heartbeat waits for the service: 10 s, or half of --liveness when that is
+    /// shorter. A service hung just after a heartbeat is written as down at the next one's
+    /// timeout: within --liveness plus this (40 s with the default 30 s).
+    static func askTimeout(liveness: Int) -> Int32 { Int32(min(10_000, liveness * 500)) }
 }
 
 /// The textfile's last metrics, and the liveness sample written after them.
 final class TextFileWriter: Sendable {
     let path: String
-    private let last = Mutex<String?>(nil)
+    private struct Last {
+        /// The daemon's last text ("" while it is not on the bus); `nil` before the first.
+        var text: String?
+        /// It holds its name but did not answer the last heartbeat's question in time.
+        var hung = false
+        /// Counts the writes the follower made, so that a heartbeat's late answer does not
+        /// overwrite a newer one.
+        var writes = 0
+    }
+
+    private let last = Mutex(Last())
 
     init(path: String) { self.path = path }
 
     /// `text` from the daemon, or "" when it is not on the bus.
     func write(_ text: String) throws(TextFile.Failure) {
-        last.withLock { $0 = text }
+        last.withLock {
+            $0.text = text
+            $0.hung = false
+            $0.writes += 1
+        }
         try TextFile.replace(path, with: Self.content(text, now: Int(time(nil))))
     }
 
+    /// The heartbeat: the live service asked again (when it is on the bus), the file rewritten.
+    func beat(askingWithin timeout: Int32) async {
+        let (text, writes) = last.withLock { ($0.text, $0.writes) }
+        if let text, !text.isEmpty {
+            let fresh: String?
+            do {
+                fresh = try await NetworkReachabilityManager.daemonMetrics(timeoutMilliseconds: timeout)
+            } catch .serviceUnavailable(let why) where why.contains("did not answer") {
+                fresh = nil
+            } catch {
+                // Any other refusal (it left meanwhile: the follower says so) is no hang.
+                fresh = text
+            }
+            let current = last.withLock { state -> Bool in
+                guard state.writes == writes else { return false }
+                if let fresh { state.text = fresh }
+                if fresh == nil && !state.hung {
+                    state.hung = true
+                    Output.error("""
+                        reachabilityd holds its name but did not answer within \(timeout / 1000) s: \
+                        writing reachability_up 0 until it answers
+                        """)
+                } else if fresh != nil && state.hung {
+                    state.hung = false
+                    Output.error("reachabilityd answers again")
+                }
+                return true
+            }
+            guard current else { return }
+        }
+        do throws(TextFile.Failure) { try rewrite() } catch { Output.error(error.description) }
+    }
+
     func rewrite() throws(TextFile.Failure) {
-        if let text = last.withLock({ $0 }) { try write(text) }
+        let (text, hung) = last.withLock { ($0.text, $0.hung) }
+        guard let text else { return }
+        try TextFile.replace(path, with: Self.content(hung ? "" : text, now: Int(time(nil))))
     }
 
     /// What the file holds: whether the daemon is there, its metrics, and the liveness sample.
     static func content(_ text: String, now: Int) -> String {
         let up = """
-            # HELP reachability_up Whether reachabilityd was on the system bus when reachctl metrics --textfile \
-            last wrote this file (0: it was not, and the file holds none of its metrics).
+            # HELP reachability_up Whether reachabilityd was on the system bus and answered when reachctl metrics \
+            --textfile last wrote this file (0: it was not, or did not answer in time, and the file holds none \
+            of its metrics).
             # TYPE reachability_up gauge
             reachability_up \(text.isEmpty ? 0 : 1)
 

@@ -164,6 +164,50 @@ def test_textfile_says_when_the_daemon_is_gone(plain_lab, daemon, tmp_path):
     assert status in (0, -signal.SIGTERM), describe()
 
 
+def test_textfile_says_when_the_daemon_hangs(plain_lab, daemon, tmp_path):
+    """The daemon stops answering but keeps its name (SIGSTOP: a hang, which sends no
+    signal): at its next heartbeat the writer asks the live service, gets no answer within
+    its bound and writes reachability_up 0 with none of the last values; once the daemon
+    answers again, its metrics are back. (It once kept reachability_up 1 with a fresh time
+    for as long as the hang lasted.)"""
+    path = tmp_path / "reachability.prom"
+    log = tmp_path / "reachctl.log"
+    # --liveness 2: a heartbeat every 2 s, each asking the service within 1 s.
+    process = harness.Process("reachctl", [REACHCTL, "metrics", "--textfile", path, "--liveness", "2"], log,
+                              env=reachctl_env(plain_lab))
+
+    def describe():
+        text = path.read_text() if path.exists() else "(no file)"
+        return f"file:\n{text}\nreachctl log:\n{harness.tail(log, 40)}\n{daemon.log_text()[-2000:]}"
+
+    def up():
+        return samples(path.read_text(), "reachability_up") if path.exists() else {}
+
+    stopped = False
+    try:
+        harness.wait_until(lambda: up() == {"": 1} or not process.running, harness.CHANGE_TIMEOUT,
+                           "the textfile with reachability_up 1", describe, poll=0.05)
+        assert process.running, describe()
+        os.kill(daemon.pid, signal.SIGSTOP)
+        stopped = True
+        # The bound: one heartbeat (2 s) and its question's timeout (1 s), with room.
+        harness.wait_until(lambda: up() == {"": 0}, 6, "reachability_up 0 while the daemon hangs", describe,
+                           poll=0.05)
+        assert not samples(path.read_text(), "reachability_target_reachable"), describe()
+        assert "did not answer" in log.read_text(), describe()
+        assert process.running, describe()
+        os.kill(daemon.pid, signal.SIGCONT)
+        stopped = False
+        harness.wait_until(lambda: up() == {"": 1}, 6, "reachability_up 1 once it answers again", describe,
+                           poll=0.05)
+        assert samples(path.read_text(), "reachability_target_reachable"), describe()
+    finally:
+        if stopped:
+            os.kill(daemon.pid, signal.SIGCONT)
+        status = process.stop()
+    assert status in (0, -signal.SIGTERM), describe()
+
+
 RULES_TEST = """
 rule_files:
   - {rules}
