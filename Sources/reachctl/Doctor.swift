@@ -58,6 +58,10 @@ struct Doctor: AsyncParsableCommand {
                 row("unit", unit.summary)
                 for line in unit.journal { row("journal", line) }
             }
+            if let hang = Self.hang(check) {
+                row("hung", hang.detail)
+                try fail(hang.sentence)
+            }
             try fail(Self.sentence(for: error, activatable: check.isActivatable, unit: unit))
         }
         var who = ""
@@ -208,6 +212,49 @@ struct Doctor: AsyncParsableCommand {
                 : "it did not answer in time"
         default:
             return "\(error.name): \(error.message)"
+        }
+    }
+
+    /// A daemon that holds its name but did not answer: hung (stopped by a signal, or its loop
+    /// stuck), not "not running". `nil` for any other failure.
+    static func hang(_ check: ReachabilityServiceCheck) -> (detail: String, sentence: String)? {
+        guard check.wasRunning, let error = check.callError,
+              ["org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Timeout",
+               "org.freedesktop.DBus.Error.TimedOut"].contains(error.name) else { return nil }
+        var detail = "it holds \(name) but did not answer within \(callTimeout / 1000) s"
+        if let pid = check.ownerPID {
+            detail += "; pid \(pid)"
+            if let state = processState(pid) { detail += " is \(state)" }
+        }
+        let resume = check.ownerPID.map { "kill -CONT \($0)" } ?? "journalctl -u reachabilityd"
+        return (detail, """
+            it is hung: it holds its name but does not answer (\(resume)); under systemd its watchdog \
+            ends and restarts it within \(hangBoundSeconds) s
+            """)
+    }
+
+    /// How long systemd takes to end a hung daemon and start it again, with the shipped unit:
+    /// WatchdogSec=30, TimeoutAbortSec=10 and RestartSec=1 (data/reachabilityd.service).
+    static let hangBoundSeconds = 41
+
+    /// The process's state as the kernel says it (`/proc/PID/stat`'s third field), in words.
+    static func processState(_ pid: UInt32) -> String? {
+        guard let file = fopen("/proc/\(pid)/stat", "r") else { return nil }
+        defer { fclose(file) }
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let count = fread(&buffer, 1, buffer.count, file)
+        let line = String(decoding: buffer[0..<count], as: UTF8.self)
+        // "PID (comm) S ...": the state follows the last ')'.
+        guard let close = line.lastIndex(of: ")") else { return nil }
+        let rest = line[line.index(after: close)...].drop(while: { $0 == " " })
+        switch rest.first {
+        case "T": return "stopped (SIGSTOP)"
+        case "t": return "stopped by a debugger"
+        case "D": return "waiting in the kernel (uninterruptible)"
+        case "Z": return "a zombie"
+        case "R": return "running"
+        case "S": return "sleeping"
+        default: return rest.first.map { "in state \($0)" }
         }
     }
 
