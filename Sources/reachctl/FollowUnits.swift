@@ -35,10 +35,35 @@ struct FollowUnits: AsyncParsableCommand {
         }
     }
 
-    static let units: [(name: String, condition: WaitCondition)] = [
-        ("reachability-online.target", .online),
-        ("reachability-unmetered.target", .onlineUnmetered),
+    /// Each target, its condition, and the file whose presence its `ConditionPathExists=` asks
+    /// for (in `conditionDirectory`).
+    static let units: [(name: String, condition: WaitCondition, file: String)] = [
+        ("reachability-online.target", .online, "online"),
+        ("reachability-unmetered.target", .onlineUnmetered, "unmetered"),
     ]
+
+    /// Where the condition files are: the unit's `RuntimeDirectory=` (systemd names it in
+    /// `RUNTIME_DIRECTORY`, and removes it when the helper stops), else
+    /// /run/reachabilityd-units. A target's file exists exactly while this helper runs and
+    /// its condition holds, so a target pulled in by anything else (`Wants=`, `Requires=`, a
+    /// manual `systemctl start`) while the condition is false, or while nobody knows it, is
+    /// skipped by systemd instead of started.
+    static let conditionDirectory: String = {
+        let named = getenv("RUNTIME_DIRECTORY").map { String(cString: $0) }
+        return named.flatMap { $0.split(separator: ":").first.map(String.init) } ?? "/run/reachabilityd-units"
+    }()
+
+    /// Creates or removes a target's condition file; a failure is said once per change.
+    static func setCondition(_ file: String, _ holds: Bool) {
+        let path = conditionDirectory + "/" + file
+        if holds {
+            let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+            if fd < 0 { return Output.error("cannot create \(path): \(String(cString: strerror(errno)))") }
+            close(fd)
+        } else if unlink(path) != 0 && errno != ENOENT {
+            Output.error("cannot remove \(path): \(String(cString: strerror(errno)))")
+        }
+    }
 
     func run() async throws {
         let manager = try options.manager(for: nil, command: "follow-units")
@@ -84,17 +109,20 @@ struct FollowUnits: AsyncParsableCommand {
             var clock = timespec()
             clock_gettime(CLOCK_MONOTONIC, &clock)
             let now = Int64(clock.tv_sec) * 1_000_000 + Int64(clock.tv_nsec) / 1000
-            let (actions, latest, deadline) = state.withLock { state in
+            let (actions, latest, deadline, met) = state.withLock { state in
                 let latest = state.latest ?? .unknown
                 var actions: [UnitDebounce.Action] = []
+                let met = FollowUnits.units.map { $0.condition.isMet(by: latest) }
                 for index in state.debounces.indices {
-                    actions.append(state.debounces[index].update(met: FollowUnits.units[index].condition.isMet(by: latest),
-                                                                  now: now))
+                    actions.append(state.debounces[index].update(met: met[index], now: now))
                 }
                 var deadline = state.debounces.compactMap(\.deadline).min()
                 if state.timerArmed { deadline = nil } else if deadline != nil { state.timerArmed = true }
-                return (actions, latest, deadline)
+                return (actions, latest, deadline, met)
             }
+            // The condition files follow the condition at once, without the debounce: nothing
+            // else starts a target while its condition fails, even before this stops it.
+            for (unit, holds) in zip(FollowUnits.units, met) { FollowUnits.setCondition(unit.file, holds) }
             for (unit, action) in zip(FollowUnits.units, actions) {
                 switch action {
                 case .start:
