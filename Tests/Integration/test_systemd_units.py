@@ -128,6 +128,57 @@ def test_online_target_follows_the_internet_with_its_debounce(request):
     assert verify.returncode == 0, verify.stdout + verify.stderr
 
 
+def test_the_targets_are_never_started_while_their_condition_is_false(request):
+    """However they are pulled in — the Wants= + After= idiom people write for
+    network-online.target, a unit's Requires=, a manual systemctl start — the two targets stay
+    inactive while offline, and while the helper does not run (nobody knows the condition);
+    online, with the helper, the same pull starts them. (They once started while offline and
+    stayed active.)"""
+    box = build_box(request, FOLLOWING)
+    for name, dependency in (("wants", "Wants"), ("requires", "Requires")):
+        box.path(f"/etc/systemd/system/pull-{name}.service").write_text(
+            f"[Unit]\n{dependency}=reachability-online.target reachability-unmetered.target\n"
+            "After=reachability-online.target reachability-unmetered.target\n"
+            "[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true\n")
+    box.run(["systemctl", "daemon-reload"])
+    targets = ["reachability-online.target", "reachability-unmetered.target"]
+
+    def pull_everything(what):
+        for unit in ("pull-wants.service", "pull-requires.service"):
+            box.run(["systemctl", "restart", unit])
+        box.run(["systemctl", "start", *targets])
+        for target in targets:
+            assert active_state(box, target) == "inactive", f"{target} active {what}"
+            assert unit_property(box, target, "ConditionResult") == "no", f"{target}: {what}"
+
+    # No helper, online: nobody knows the condition.
+    add_uplink(box)
+    pull_everything("online, with no helper running")
+    # The helper, offline.
+    box.run(["ip", "link", "set", "up1", "down"])
+    box.run(["systemctl", "start", "reachabilityd-units.service"])
+    harness.wait_until(lambda: "stopping it" in box.run(["journalctl", "--no-pager", "-u",
+                                                          "reachabilityd-units.service"]).stdout,
+                       20, "the helper's first answer", poll=0.2)
+    pull_everything("offline, with the helper running")
+    # Online: the helper starts both, and the same pulls find them active.
+    box.run(["ip", "link", "set", "up1", "up"])
+    for target in targets:
+        wait_state(box, target, "active", "online, started by the helper")
+    box.run(["systemctl", "stop", *targets])
+    box.run(["systemctl", "restart", "pull-wants.service"])
+    for target in targets:
+        assert active_state(box, target) == "active", f"{target} not started by Wants= while online"
+    # Offline again: the condition files go at once (before the debounce stops the targets),
+    # so that nothing starts them meanwhile; then the helper stops them.
+    box.run(["ip", "link", "set", "up1", "down"])
+    harness.wait_until(lambda: not box.path("/run/reachabilityd-units/online").exists(), 5,
+                       "the condition file removed once offline", poll=0.05)
+    for target in targets:
+        wait_state(box, target, "inactive", "stopped once offline")
+    pull_everything("offline again")
+
+
 def networkmanager_uplink(box: ct.Container) -> None:
     """A veth pair inside the container whose inner end NetworkManager manages with a static
     profile (192.0.2.10/24 via 192.0.2.1, no IPv6, no connectivity check), connected."""
