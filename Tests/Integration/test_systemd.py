@@ -799,3 +799,112 @@ def test_applet_and_watchers_after_reinstall_and_remove_then_install(request, de
     applet_lines.wait_for(lambda line: line == "online 0x2", "the applet after remove and install", timeout=30 + 5)
     watch_lines.wait_for(watch_status(2), "reachctl watch: Status 2 again",
                          timeout=max(30 + 5 - (time.monotonic() - installed), 0.01))
+
+
+# --- issue 47: an upgrade restarts what ran; removal stops and disables every unit --------------
+
+
+def test_upgrade_restarts_what_ran_and_removal_stops_and_disables_every_unit(request, deb):  # pylint: disable=redefined-outer-name
+    """On dbus-daemon, with the writer and reachabilityd-units.service enabled and running, a
+    reachability-wait@ instance done and the daemon started by a call:
+    * the package installed over itself (an upgrade) restarts exactly the services that ran (each
+      a new MainPID), and neither the finished wait@ instance nor a target (their
+      ActiveEnterTimestamp unchanged);
+    * the writer stopped leaves its stopped file (reachctl_textfile_writer_up 0 and when, nothing
+      else); an upgrade then leaves the writer stopped, although it is enabled;
+    * dpkg -r: no unit of the package is active or enabled (no link to one under
+      /etc/systemd/system), no process runs a program of the package, the writer's file is gone;
+      a wait@ instance still waiting is stopped too; --purge: the same, and debhelper's enablement
+      state forgotten; installed again, nothing is enabled or running."""
+    box = boot(request, "dbus-daemon", None)
+    install_deb(box, deb)
+    add_uplink(box)
+    writer_directory(box)
+    units = sorted(Path(path).name for path in deb_files(deb) if path.startswith("/lib/systemd/system/"))
+    assert len(units) >= 6, units
+    programs = [path for path in deb_files(deb) if path.startswith(("/usr/bin/", "/usr/libexec/"))]
+    waiter = "reachability-wait@192.0.2.1.service"  # the uplink's gateway: reached at once
+    waiting = "reachability-wait@198.51.100.7.service"  # unreachable: still waiting when removed
+    runners = ["reachabilityd.service", "reachabilityd-units.service", WRITER]
+    steady = [waiter, "reachability-online.target", "reachability-unmetered.target"]
+    textfile = box.path(TEXTFILE)
+
+    def state(unit: str) -> str:
+        return unit_property(box, unit, "ActiveState")
+
+    def entered(unit: str) -> str:
+        return unit_property(box, unit, "ActiveEnterTimestampMonotonic")
+
+    def writer_file() -> dict:
+        try:
+            text = textfile.read_text()
+        except OSError:
+            return {}
+        return {name: metric(text, name).get("") for name in
+                ("reachability_up", "reachctl_textfile_writer_up", "reachctl_textfile_writer_stopped_timestamp_seconds",
+                 "reachctl_textfile_updated_timestamp_seconds") if metric(text, name)}
+
+    box.run(["systemctl", "enable", "--now", WRITER, "reachabilityd-units.service"])
+    box.run(["systemctl", "start", waiter], timeout=90)
+    done, answers = reachctl_json(box, "status")
+    assert done.returncode == 0 and answers, done.stdout + done.stderr
+    harness.wait_until(lambda: writer_file().get("reachability_up") == 1, 20, "the writer's file with reachability_up 1",
+                       poll=0.1, describe=lambda: str(writer_file()))
+    assert all(state(unit) == "active" for unit in runners + [waiter]), {u: state(u) for u in runners + [waiter]}
+
+    pids = {unit: unit_property(box, unit, "MainPID") for unit in runners}
+    before = {unit: (state(unit), entered(unit)) for unit in steady}
+    install_deb(box, deb)
+    for unit in runners:
+        assert state(unit) == "active", box.run(["systemctl", "status", "--no-pager", unit], check=False).stdout
+        assert unit_property(box, unit, "MainPID") not in ("0", pids[unit]), f"the upgrade did not restart {unit}"
+        assert unit_property(box, unit, "NeedDaemonReload") == "no", unit
+    after = {unit: (state(unit), entered(unit)) for unit in steady}
+    assert after == before, ("a target or the finished wait@ instance was restarted or stopped across the "
+                             f"upgrade (debhelper's try-restart, or reachabilityd-units.service's): {before} -> {after}")
+
+    box.run(["systemctl", "stop", WRITER])
+    stopped = writer_file()
+    assert set(stopped) == {"reachctl_textfile_writer_up", "reachctl_textfile_writer_stopped_timestamp_seconds"}, \
+        f"the stopped writer's file: {textfile.read_text() if textfile.exists() else '(none)'}"
+    assert stopped["reachctl_textfile_writer_up"] == 0
+    assert abs(stopped["reachctl_textfile_writer_stopped_timestamp_seconds"] - time.time()) < 60, stopped
+    units_pid = unit_property(box, "reachabilityd-units.service", "MainPID")
+    install_deb(box, deb)
+    assert state(WRITER) == "inactive", "the upgrade started the writer its administrator had stopped"
+    assert writer_file() == stopped, "the upgrade touched the stopped writer's file"
+    assert unit_property(box, "reachabilityd-units.service", "MainPID") not in ("0", units_pid)
+
+    box.run(["systemctl", "start", WRITER])
+    harness.wait_until(lambda: writer_file().get("reachability_up") == 1, 20, "the restarted writer's file", poll=0.1,
+                       describe=lambda: str(writer_file()))
+
+    def nothing_left(step: str) -> None:
+        listed = box.run(["systemctl", "list-units", "--all", "--plain", "--no-legend", "--full",
+                          "reachability*"]).stdout
+        running = [line for line in listed.splitlines()
+                   if re.search(r"\s(active|activating|deactivating|reloading)\s", line)]
+        assert not running, f"{step}: units still running:\n" + "\n".join(running)
+        for unit in [u for u in units if "@" not in u] + [waiter, waiting]:
+            assert state(unit) in ("inactive", "failed", ""), f"{step}: {unit} is {state(unit)}"
+        links = box.sh("find /etc/systemd/system \\( -name 'reachability*' -o -lname '*reachability*' \\) -print").stdout
+        assert not links.strip(), f"{step}: still enabled or pulled in:\n{links}"
+        processes = box.run(["ps", "-eo", "args"]).stdout.splitlines()
+        theirs = [line for line in processes if any(line.startswith(program) for program in programs)]
+        assert not theirs, f"{step}: programs of the package still run:\n" + "\n".join(theirs)
+        assert not textfile.exists(), f"{step}: the writer's file is left:\n{textfile.read_text()}"
+
+    box.sh("ip route add unreachable 198.51.100.0/24")
+    box.run(["systemctl", "start", "--no-block", waiting])
+    harness.wait_until(lambda: state(waiting) == "activating", 20, f"{waiting} waiting", poll=0.1,
+                       describe=lambda: state(waiting))
+    box.run(["dpkg", "-r", "reachabilityd"], timeout=120)
+    nothing_left("dpkg -r")
+    box.run(["dpkg", "--purge", "reachabilityd"], timeout=120)
+    nothing_left("dpkg --purge")
+    state_files = box.sh("find /var/lib/systemd -path '*deb-systemd-helper*' -name '*reachability*' -print").stdout
+    assert not state_files.strip(), f"debhelper's enablement state left after --purge:\n{state_files}"
+    install_deb(box, deb)
+    for unit in ("reachabilityd-units.service", WRITER):
+        enabled = box.run(["systemctl", "is-enabled", unit], check=False).stdout.strip()
+        assert enabled == "disabled" and state(unit) == "inactive", f"installed again, {unit} is {enabled}, {state(unit)}"
