@@ -4,15 +4,18 @@ import ReachabilityLoop
 extension BusConnection {
     /// Calls a method and waits for its reply (the loop does not run meanwhile).
     /// For command-line tools, benchmarks and start-up; never from a daemon's handler.
-    /// Wraps `dbus_connection_send_with_reply_and_block`.
+    /// `autoStart` false: the bus does not start the destination for this call (it answers
+    /// `ServiceUnknown` when nobody owns the name). Wraps `dbus_connection_send_with_reply_and_block`
+    /// and `dbus_message_set_auto_start`.
     public func call(
         destination: String, path: ObjectPath, interface: String, member: String, _ arguments: [DBusValue] = [],
-        timeoutMilliseconds: Int32 = 25_000
+        timeoutMilliseconds: Int32 = 25_000, autoStart: Bool = true
     ) throws(BusError) -> [DBusValue] {
         guard let message = dbus_message_new_method_call(destination, path.rawValue, interface, member) else {
             throw .failed("out of memory")
         }
         defer { dbus_message_unref(message) }
+        if !autoStart { dbus_message_set_auto_start(message, 0) }
         guard MessageCodec.appendBody(arguments, to: message) else { throw .failed("out of memory") }
         var error = DBusError()
         dbus_error_init(&error)

@@ -7,15 +7,18 @@ import ReachabilityLoop
 package enum DaemonMetrics {
     /// reachabilityd's metrics in the Prometheus text format (`Metrics.Read`). Root and
     /// the `adm` group only; anybody else gets an error that says so. Blocks the
-    /// library's thread for the length of the call: for tools.
-    package static func read(timeoutMilliseconds: Int32 = 15_000) async throws(ReachabilityError) -> String {
+    /// library's thread for the length of the call: for tools. `startingTheService` false: a
+    /// service that is not running is not started for this (an error says it is not there).
+    package static func read(timeoutMilliseconds: Int32 = 15_000, startingTheService: Bool = true)
+        async throws(ReachabilityError) -> String
+    {
         let result: Result<String, ReachabilityError> = await Runtime.answer { runtime, done in
             do throws(ReachabilityError) {
                 let connection = try MetricsFollower.connect(logger: runtime.logger)
                 done(MetricsFollower.text(Result { () throws(BusError) in
                     try connection.call(destination: ServiceNames.busName, path: MetricsFollower.root,
                                         interface: ServiceNames.metricsInterface, member: Contract.Metrics.read.name,
-                                        timeoutMilliseconds: timeoutMilliseconds)
+                                        timeoutMilliseconds: timeoutMilliseconds, autoStart: startingTheService)
                 }))
             } catch {
                 done(.failure(error))

@@ -3,8 +3,11 @@ import ReachabilityRuntime
 extension NetworkReachabilityManager {
     /// reachabilityd's metrics in the Prometheus text format (`Metrics.Read`). Root and
     /// the `adm` group only; anybody else gets an error that says so. For tools.
-    public static func daemonMetrics(timeoutMilliseconds: Int32 = 15_000) async throws(ReachabilityError) -> String {
-        try await DaemonMetrics.read(timeoutMilliseconds: timeoutMilliseconds)
+    /// `startingTheService` false: a service that is not running is not started for this.
+    public static func daemonMetrics(timeoutMilliseconds: Int32 = 15_000, startingTheService: Bool = true)
+        async throws(ReachabilityError) -> String
+    {
+        try await DaemonMetrics.read(timeoutMilliseconds: timeoutMilliseconds, startingTheService: startingTheService)
     }
 
     /// The daemon's metrics now, and again after each change it announces

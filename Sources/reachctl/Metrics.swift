@@ -18,7 +18,8 @@ struct Metrics: AsyncParsableCommand {
             again with a bound (a service that holds its name but does not answer is written as \
             reachability_up 0) and with the time of writing: point node_exporter's \
             --collector.textfile.directory at FILE's directory, and name FILE *.prom. The unit \
-            reachabilityd-metrics-textfile.service runs it, and removes FILE when it stops.
+            reachabilityd-metrics-textfile.service runs it, and leaves FILE saying that the writer \
+            stopped (reachctl_textfile_writer_up 0) when it stops.
             """)
 
     @Option(name: .long, help: ArgumentHelp("Keep FILE up to date instead of printing once.", valueName: "FILE"))
@@ -106,7 +107,9 @@ final class TextFileWriter: Sendable {
         if let text, !text.isEmpty {
             let fresh: String?
             do {
-                fresh = try await NetworkReachabilityManager.daemonMetrics(timeoutMilliseconds: timeout)
+                // Never started for this: a stop stays a stop (the follower says it left).
+                fresh = try await NetworkReachabilityManager.daemonMetrics(timeoutMilliseconds: timeout,
+                                                                           startingTheService: false)
             } catch .serviceUnavailable(let why) where why.contains("did not answer") {
                 fresh = nil
             } catch {
@@ -152,10 +155,17 @@ final class TextFileWriter: Sendable {
         return up + text + (text.isEmpty || text.hasSuffix("\n") ? "" : "\n") + liveness(now: now)
     }
 
+    /// The writer's own samples. Its unit's `ExecStopPost=` replaces the file with
+    /// `reachctl_textfile_writer_up 0` and the time it stopped (data/reachabilityd-metrics-textfile.service),
+    /// so the alerts tell a stopped writer from a node without reachabilityd (docs/metrics.md).
     static func liveness(now: Int) -> String {
         """
+        # HELP reachctl_textfile_writer_up Whether reachctl metrics --textfile keeps this file (1), or its unit \
+        stopped and left it holding only this and when (0).
+        # TYPE reachctl_textfile_writer_up gauge
+        reachctl_textfile_writer_up 1
         # HELP reachctl_textfile_updated_timestamp_seconds When reachctl metrics --textfile last wrote this \
-        file (at least every --liveness seconds while it runs; it removes the file when it stops).
+        file (at least every --liveness seconds while it runs).
         # TYPE reachctl_textfile_updated_timestamp_seconds gauge
         reachctl_textfile_updated_timestamp_seconds \(now)
 

@@ -447,7 +447,7 @@ def test_supplementary_adm_reads_metrics_and_writer_unit(request, deb, broker_de
     allowed = box.run([*base, "-p", "SupplementaryGroups=adm", "reachctl", "metrics"], check=False)
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
     assert "reachability_target_reachable" in allowed.stdout
-    # The writer unit: its file appears, carries the liveness sample, and goes when it stops.
+    # The writer unit: its file appears, carries the liveness sample, and says so when it stops.
     box.sh("install -d -m 755 /var/lib/prometheus/node-exporter; "
            "setfacl -m u:reachabilityd-metrics:rwx /var/lib/prometheus/node-exporter 2>/dev/null || "
            "chown reachabilityd-metrics /var/lib/prometheus/node-exporter")
@@ -457,8 +457,11 @@ def test_supplementary_adm_reads_metrics_and_writer_unit(request, deb, broker_de
     harness.wait_until(lambda: "reachctl_textfile_updated_timestamp_seconds" in textfile.read_text(), 15,
                        "the liveness sample in the file", poll=0.1)
     assert "reachability_target_reachable" in textfile.read_text()
+    assert "reachctl_textfile_writer_up 1" in textfile.read_text()
     box.run(["systemctl", "stop", "reachabilityd-metrics-textfile.service"])
-    assert not textfile.exists(), "the writer left its file behind when it stopped"
+    stopped = textfile.read_text()
+    assert "reachctl_textfile_writer_up 0" in stopped and "reachability_target_reachable" not in stopped, \
+        f"the stopped writer's file:\n{stopped}"
 
 
 WRITER = "reachabilityd-metrics-textfile.service"
