@@ -114,6 +114,13 @@ if $uninstall; then
     root=$destdir$prefix
     if [[ -z $destdir && -d /run/systemd/system ]]; then
         systemctl stop "${units[@]/reachability-wait@.service/reachability-wait@*.service}" 2>/dev/null || true
+        # Enabled units would leave links to files that are gone.
+        systemctl disable --quiet "${units[@]}" 2>/dev/null || true
+    fi
+    # The metrics writer's file (its stopped writer leaves one): only when the writer wrote it.
+    textfile=/var/lib/prometheus/node-exporter/reachability.prom
+    if [[ -z $destdir ]] && grep -qs '^reachctl_textfile_' "$textfile"; then
+        rm -fv "$textfile"
     fi
     for file in "${files[@]}"; do
         rm -fv "$root/$file"
