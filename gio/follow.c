@@ -1,38 +1,72 @@
 /* Following the daemon: its root object's properties read (GetAll) and
  * followed (PropertiesChanged from the name's current owner only,
- * NameOwnerChanged for a new owner, read again), and translated into
- * GLib's three values (reach_publish; the mapping is described in
- * monitor.c's top comment). */
+ * NameOwnerChanged for a new owner, read again); GLib's next monitor
+ * followed beside it and handed the answer while the service cannot be
+ * had (hand_over, take_over); and both translated into GLib's three
+ * values (reach_publish). monitor.c's top comment says when each answers
+ * and what the mapping is. */
 #include "monitor.h"
 
 #include <string.h>
 
 /* --- translation ------------------------------------------------------------ */
 
+/* The daemon's Connectivity while there is a route: "none" (NetworkManager
+ * has no connection with a default route, so it checked nothing on the one
+ * the kernel uses) and "unknown" (nothing checked) are FULL, as GLib's own
+ * monitor says of a default route it did not check. */
 static GNetworkConnectivity
-connectivity_for (const gchar *word, gboolean available)
+connectivity_with_route (const gchar *word)
 {
-  if (!available)
-    return G_NETWORK_CONNECTIVITY_LOCAL;
-  if (g_strcmp0 (word, "full") == 0 || g_strcmp0 (word, "unknown") == 0)
-    return G_NETWORK_CONNECTIVITY_FULL;
   if (g_strcmp0 (word, "limited") == 0)
     return G_NETWORK_CONNECTIVITY_LIMITED;
   if (g_strcmp0 (word, "portal") == 0)
     return G_NETWORK_CONNECTIVITY_PORTAL;
-  return G_NETWORK_CONNECTIVITY_LOCAL;
+  return G_NETWORK_CONNECTIVITY_FULL;
 }
 
-/* The daemon's words as GLib's three values; notify and network-changed when
+/* What GLib's callers are to see now: the daemon's words, or while the
+ * module has handed over, GLib's next monitor's values; GLib's rules then
+ * hold whoever answered (metered and a connectivity above LOCAL only with a
+ * default route, LOCAL only without one). */
+static void
+current_answer (ReachabilitydNetworkMonitor *self, gboolean *available, gboolean *metered,
+                GNetworkConnectivity *connectivity)
+{
+  if (!g_atomic_int_get (&self->handed_over))
+    {
+      *available = self->status >= 0 && (self->flags & REACH_FLAG_REACHABLE) != 0;
+      *metered = self->metered;
+      *connectivity = connectivity_with_route (self->connectivity);
+    }
+  else if (self->fallback != NULL)
+    {
+      *available = g_network_monitor_get_network_available (self->fallback);
+      *metered = g_network_monitor_get_network_metered (self->fallback);
+      *connectivity = g_network_monitor_get_connectivity (self->fallback);
+    }
+  else
+    {
+      /* No monitor of GLib's could start: nothing is known. */
+      *available = *metered = FALSE;
+      *connectivity = G_NETWORK_CONNECTIVITY_LOCAL;
+    }
+  *metered = *available && *metered;
+  if (!*available)
+    *connectivity = G_NETWORK_CONNECTIVITY_LOCAL;
+  else if (*connectivity == G_NETWORK_CONNECTIVITY_LOCAL)
+    *connectivity = G_NETWORK_CONNECTIVITY_FULL;
+}
+
+/* The current answer as GLib's three values; notify and network-changed when
  * (and only when) one of them changed, unless quiet (the first read). */
 void
 reach_publish (ReachabilitydNetworkMonitor *self, gboolean quiet)
 {
-  gboolean available = self->status >= 0 && (self->flags & REACH_FLAG_REACHABLE) != 0;
-  gboolean metered = available && self->metered;
-  GNetworkConnectivity connectivity = connectivity_for (self->connectivity, available);
-  gboolean changed = FALSE;
+  gboolean available, metered, changed = FALSE;
+  GNetworkConnectivity connectivity;
 
+  current_answer (self, &available, &metered, &connectivity);
   g_object_freeze_notify (G_OBJECT (self));
   if (available != self->network_available)
     {
@@ -89,6 +123,34 @@ reach_set_owner (ReachabilitydNetworkMonitor *self, const gchar *owner)
   self->owner = owner != NULL && owner[0] != '\0' ? g_strdup (owner) : NULL;
 }
 
+/* --- who answers ------------------------------------------------------------- */
+
+/* The service cannot be had (why): GLib's next monitor answers from now on. */
+static void
+hand_over (ReachabilitydNetworkMonitor *self, const gchar *why)
+{
+  if (!g_atomic_int_get (&self->handed_over))
+    {
+      g_debug ("%s; %s answers until it is back", why,
+               self->fallback != NULL ? G_OBJECT_TYPE_NAME (self->fallback) : "nobody");
+      g_atomic_int_set (&self->handed_over, TRUE);
+    }
+  reach_publish (self, FALSE);
+}
+
+/* The owner answered with all its properties: its answer is GLib's again. */
+static void
+take_over (ReachabilitydNetworkMonitor *self, GVariant *properties)
+{
+  reach_take_properties (self, properties);
+  if (g_atomic_int_get (&self->handed_over))
+    {
+      g_debug ("%s answers again (%s)", REACH_SERVICE, self->owner);
+      g_atomic_int_set (&self->handed_over, FALSE);
+    }
+  reach_publish (self, FALSE);
+}
+
 /* --- reading the root object ------------------------------------------------- */
 
 GDBusMessage *
@@ -120,6 +182,27 @@ reach_get_all_result (GDBusMessage *reply, const gchar **sender, GError **error)
 }
 
 static void
+clear_bound (ReachabilitydNetworkMonitor *self)
+{
+  if (self->read_bound != NULL)
+    {
+      g_source_destroy (self->read_bound);
+      g_clear_pointer (&self->read_bound, g_source_unref);
+    }
+}
+
+static void
+stop_reading (ReachabilitydNetworkMonitor *self)
+{
+  if (self->reading != NULL)
+    {
+      g_cancellable_cancel (self->reading);
+      g_clear_object (&self->reading);
+    }
+  clear_bound (self);
+}
+
+static void
 read_done (GObject *source, GAsyncResult *result, gpointer user_data)
 {
   GError *error = NULL;
@@ -137,47 +220,80 @@ read_done (GObject *source, GAsyncResult *result, gpointer user_data)
       return;
     }
   self = REACHABILITYD_NETWORK_MONITOR (user_data);
+  g_clear_object (&self->reading);
+  clear_bound (self);
   properties = reach_get_all_result (reply, &sender, error == NULL ? &error : NULL);
   if (properties == NULL)
     {
-      /* Gone again before it answered: the next owner's arrival reads again. */
-      g_debug ("reachabilityd: reading %s failed: %s", REACH_SERVICE, error != NULL ? error->message : "?");
+      /* Gone, or an error instead of its answer: the next owner, its next
+       * signal or GLib's next change reads again. */
+      gchar *why = g_strdup_printf ("reading %s failed: %s", REACH_SERVICE, error != NULL ? error->message : "?");
+      hand_over (self, why);
+      g_free (why);
       g_clear_error (&error);
     }
   else if (g_strcmp0 (sender, self->owner) == 0)
-    {
-      reach_take_properties (self, properties);
-      reach_publish (self, FALSE);
-    }
+    take_over (self, properties);
   if (properties != NULL)
     g_variant_unref (properties);
   g_clear_object (&reply);
-  g_clear_object (&self->reading);
 }
 
-/* Reads every property again (no activation: the owner is there). */
+static gboolean
+read_overdue (gpointer user_data)
+{
+  ReachabilitydNetworkMonitor *self = REACHABILITYD_NETWORK_MONITOR (user_data);
+
+  /* The read stays in flight: its answer, however late, is the service back. */
+  g_clear_pointer (&self->read_bound, g_source_unref);
+  hand_over (self, "no answer within " G_STRINGIFY (REACH_CALL_TIMEOUT_MS) " ms (hung)");
+  return G_SOURCE_REMOVE;
+}
+
+/* Reads every property (no activation: the owner is there); past
+ * REACH_CALL_TIMEOUT_MS without an answer the service counts as hung. The
+ * bound is the module's own timer rather than the call's, so that the
+ * call stays in flight and its late answer hands the service back; handed
+ * over already, a read has no bound (there is nothing more to hand over),
+ * so a hung service costs no timer. */
 static void
-read_again (ReachabilitydNetworkMonitor *self)
+start_read (ReachabilitydNetworkMonitor *self)
 {
   GDBusMessage *message = reach_get_all_message ();
 
-  if (self->reading != NULL)
-    {
-      g_cancellable_cancel (self->reading);
-      g_object_unref (self->reading);
-    }
   self->reading = g_cancellable_new ();
   g_dbus_message_set_flags (message, G_DBUS_MESSAGE_FLAGS_NO_AUTO_START);
-  g_dbus_connection_send_message_with_reply (self->bus, message, G_DBUS_SEND_MESSAGE_FLAGS_NONE, -1, NULL,
+  g_dbus_connection_send_message_with_reply (self->bus, message, G_DBUS_SEND_MESSAGE_FLAGS_NONE, G_MAXINT, NULL,
                                              self->reading, read_done, self);
   g_object_unref (message);
+  if (g_atomic_int_get (&self->handed_over))
+    return;
+  self->read_bound = g_timeout_source_new (REACH_CALL_TIMEOUT_MS);
+  g_source_set_callback (self->read_bound, read_overdue, self, NULL);
+  g_source_attach (self->read_bound, self->context);
+}
+
+/* A read that replaces the one in flight (its answer may predate what is asked now). */
+static void
+read_again (ReachabilitydNetworkMonitor *self)
+{
+  stop_reading (self);
+  start_read (self);
+}
+
+/* Is the owner there? A read, unless one is in flight already (it answers that). */
+static void
+probe (ReachabilitydNetworkMonitor *self)
+{
+  if (self->owner != NULL && self->reading == NULL)
+    start_read (self);
 }
 
 /* --- the daemon's signals ---------------------------------------------------- */
 
 void
 reach_on_owner_changed (GDBusConnection *bus, const gchar *sender, const gchar *path, const gchar *interface,
-                  const gchar *member, GVariant *parameters, gpointer user_data)
+                        const gchar *member, GVariant *parameters, gpointer user_data)
 {
   ReachabilitydNetworkMonitor *self = REACHABILITYD_NETWORK_MONITOR (user_data);
   const gchar *name, *old_owner, *new_owner;
@@ -191,11 +307,16 @@ reach_on_owner_changed (GDBusConnection *bus, const gchar *sender, const gchar *
   reach_set_owner (self, new_owner);
   if (self->owner != NULL)
     read_again (self);
+  else
+    {
+      stop_reading (self);
+      hand_over (self, REACH_SERVICE " left the bus");
+    }
 }
 
 void
 reach_on_properties_changed (GDBusConnection *bus, const gchar *sender, const gchar *path, const gchar *interface,
-                       const gchar *member, GVariant *parameters, gpointer user_data)
+                             const gchar *member, GVariant *parameters, gpointer user_data)
 {
   ReachabilitydNetworkMonitor *self = REACHABILITYD_NETWORK_MONITOR (user_data);
   const gchar *changed_interface;
@@ -212,7 +333,8 @@ reach_on_properties_changed (GDBusConnection *bus, const gchar *sender, const gc
   if (strcmp (changed_interface, REACH_TARGET_IFACE) == 0)
     {
       reach_take_properties (self, changed);
-      if (g_variant_n_children (invalidated) > 0)
+      /* Handed over, this is the owner alive again: read everything, then take over. */
+      if (g_atomic_int_get (&self->handed_over) || g_variant_n_children (invalidated) > 0)
         read_again (self);
       else
         reach_publish (self, FALSE);
@@ -221,3 +343,94 @@ reach_on_properties_changed (GDBusConnection *bus, const gchar *sender, const gc
   g_variant_unref (invalidated);
 }
 
+/* --- GLib's next monitor ----------------------------------------------------- */
+
+/* One turn after the fallback's signals (its notify and network-changed
+ * come one after another; the turn sees all three values settled): handed
+ * over, its answer is published; either way the network changed, so the
+ * service is asked within the bound whether it is there to say so. */
+static gboolean
+fallback_turn (gpointer user_data)
+{
+  ReachabilitydNetworkMonitor *self = REACHABILITYD_NETWORK_MONITOR (user_data);
+
+  g_clear_pointer (&self->fallback_turn, g_source_unref);
+  if (g_atomic_int_get (&self->handed_over))
+    reach_publish (self, FALSE);
+  probe (self);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+fallback_changed (ReachabilitydNetworkMonitor *self)
+{
+  if (self->fallback_turn != NULL)
+    return;
+  self->fallback_turn = g_idle_source_new ();
+  g_source_set_callback (self->fallback_turn, fallback_turn, self, NULL);
+  g_source_attach (self->fallback_turn, self->context);
+}
+
+static void
+on_fallback_network_changed (GNetworkMonitor *fallback, gboolean available, gpointer user_data)
+{
+  (void) fallback, (void) available;
+  fallback_changed (REACHABILITYD_NETWORK_MONITOR (user_data));
+}
+
+static void
+on_fallback_notify (GObject *fallback, GParamSpec *pspec, gpointer user_data)
+{
+  (void) fallback, (void) pspec;
+  fallback_changed (REACHABILITYD_NETWORK_MONITOR (user_data));
+}
+
+/* Follows self->fallback's signals (the monitor made at start, if any). */
+void
+reach_follow_fallback (ReachabilitydNetworkMonitor *self)
+{
+  if (self->fallback == NULL)
+    return;
+  g_signal_connect (self->fallback, "network-changed", G_CALLBACK (on_fallback_network_changed), self);
+  g_signal_connect (self->fallback, "notify", G_CALLBACK (on_fallback_notify), self);
+}
+
+/* Stops everything follow.c started (the monitor is going away). */
+void
+reach_unfollow (ReachabilitydNetworkMonitor *self)
+{
+  stop_reading (self);
+  if (self->fallback_turn != NULL)
+    {
+      g_source_destroy (self->fallback_turn);
+      g_clear_pointer (&self->fallback_turn, g_source_unref);
+    }
+  if (self->fallback != NULL)
+    g_signal_handlers_disconnect_by_data (self->fallback, self);
+  g_clear_object (&self->fallback);
+}
+
+static gboolean
+hung_turn (gpointer user_data)
+{
+  ReachabilitydNetworkMonitor *self = REACHABILITYD_NETWORK_MONITOR (user_data);
+
+  if (self->owner == NULL)
+    return G_SOURCE_REMOVE;  /* gone meanwhile: handed over already */
+  hand_over (self, "no answer to can_reach within " G_STRINGIFY (REACH_CALL_TIMEOUT_MS) " ms (hung)");
+  /* A read in flight: its answer, however late, is the service back. */
+  probe (self);
+  return G_SOURCE_REMOVE;
+}
+
+/* A can_reach (on any thread) had no sign of life from the owner within
+ * the bound: the monitor hands over, in its own context. */
+void
+reach_hung (ReachabilitydNetworkMonitor *self)
+{
+  GSource *source = g_idle_source_new ();
+
+  g_source_set_callback (source, hung_turn, g_object_ref (self), g_object_unref);
+  g_source_attach (source, self->context);
+  g_source_unref (source);
+}

@@ -4,22 +4,51 @@
  * (GetNameOwner, then ListActivatableNames), and answer one GetAll of the
  * root object's Target interface (which starts it when it is only
  * activatable), all within REACH_INIT_TIMEOUT_MS; otherwise init fails and
- * GLib takes its next monitor (NetworkManager's, then its own).
+ * GLib takes its next monitor (NetworkManager's, then its own). Once the
+ * service has answered, the module makes that next monitor itself
+ * (reach_next_monitor: the extension point's monitors below our priority,
+ * in order, the first that starts; never ours, never the portal's) and
+ * keeps it for the process's life.
  *
  * Then it follows the root object's PropertiesChanged, accepted only from
  * the name's current owner (tracked with NameOwnerChanged), and reads the
  * properties again whenever a new owner appears (a restarted or upgraded
- * daemon). While the service is away the last answer stays.
+ * daemon). Nobody keeps the service's last word: while it cannot be had
+ * the module hands over, and GLib's next monitor's answer is published
+ * instead (its three values mirrored, told only when what the program sees
+ * changes), and can_reach asks that monitor. It cannot be had when the name
+ * has no owner, when a read (GetAll) gets an error, and when the service
+ * is hung: no answer within REACH_CALL_TIMEOUT_MS, to a GetAll or to a
+ * can_reach (can-reach.c). The module takes over again on the owner's
+ * next word: a new owner, or from the same owner a PropertiesChanged or
+ * the late answer to a read (one is left in flight while it hangs), each
+ * followed by a GetAll whose answer is published.
  *
- * Translation (reach_publish): network-available is Flags' Reachable bit (the
- * kernel has a route to the internet: GLib's "default route"), with Status
- * known; network-metered is Metered; connectivity maps "full", "limited" and
- * "portal" to FULL, LIMITED and PORTAL, "none" to LOCAL, and "unknown"
- * (nothing checked, the kernel backend) to FULL with a route and LOCAL
- * without, as GLib's own monitor does; no route is always LOCAL.
+ * A hang is found without polling. Idle, the module has no timer and asks
+ * nothing; GLib's next monitor wakes it when the network changes, and then
+ * the service is asked (GetAll, within the bound) even while it is
+ * followed: a service that should have something to say and does not
+ * answer is hung. A can_reach without a sign of life within the bound is
+ * the same hang.
+ *
+ * Translation (reach_publish in follow.c), GLib's rules in every state:
+ * network-available exactly when there is a default route for the program,
+ * which is Flags' Reachable bit (the kernel has a route to the internet)
+ * with Status known; network-metered is Metered, only while available;
+ * connectivity is LOCAL exactly when not available, and with a route maps
+ * "limited" and "portal" to LIMITED and PORTAL and everything else to
+ * FULL: "full"; "unknown" (nothing checked, the kernel backend); and
+ * "none", which is NetworkManager saying it has no connection with a
+ * default route: the route the kernel uses is then one NetworkManager does
+ * not manage, and nothing checked it, so FULL, as GLib's own netlink
+ * monitor says of a default route it did not check (a failed check is
+ * "limited"). GLib's next monitor's values go through the same rules (its
+ * NetworkManager monitor can say LOCAL with a route).
  * network-changed is emitted once when any of the three changed, after
  * their notify signals, and never otherwise. */
 #include "monitor.h"
+
+#include <string.h>
 
 enum
 {
@@ -101,6 +130,42 @@ unsubscribe (ReachabilitydNetworkMonitor *self)
   self->owner_subscription = self->properties_subscription = 0;
 }
 
+/* GLib's next monitor: what GLib would have chosen had ours not started
+ * (never ours, never the portal's, which only sandboxed processes use);
+ * NULL if none starts. */
+GNetworkMonitor *
+reach_next_monitor (void)
+{
+  GIOExtensionPoint *point = g_io_extension_point_lookup (G_NETWORK_MONITOR_EXTENSION_POINT_NAME);
+  GList *extensions = point != NULL ? g_io_extension_point_get_extensions (point) : NULL;
+
+  for (GList *l = extensions; l != NULL; l = l->next)
+    {
+      GIOExtension *extension = l->data;
+      const gchar *name = g_io_extension_get_name (extension);
+      GType type = g_io_extension_get_type (extension);
+      GError *error = NULL;
+      GObject *monitor;
+
+      if (g_io_extension_get_priority (extension) >= REACH_EXTENSION_PRIORITY
+          || type == REACHABILITYD_TYPE_NETWORK_MONITOR || strcmp (name, "portal") == 0
+          || !g_type_is_a (type, G_TYPE_NETWORK_MONITOR))
+        continue;
+      if (g_type_is_a (type, G_TYPE_INITABLE))
+        monitor = g_initable_new (type, NULL, &error, NULL);
+      else
+        monitor = g_object_new (type, NULL);
+      if (monitor != NULL)
+        {
+          g_debug ("GLib's next monitor is %s (%s)", name, G_OBJECT_TYPE_NAME (monitor));
+          return G_NETWORK_MONITOR (monitor);
+        }
+      g_debug ("GLib's %s monitor does not start: %s", name, error->message);
+      g_clear_error (&error);
+    }
+  return NULL;
+}
+
 static gboolean
 reach_initable_init (GInitable *initable, GCancellable *cancellable, GError **error)
 {
@@ -111,6 +176,7 @@ reach_initable_init (GInitable *initable, GCancellable *cancellable, GError **er
   GVariant *properties = NULL;
   const gchar *sender = NULL;
 
+  self->context = g_main_context_ref_thread_default ();
   self->bus = g_bus_get_sync (G_BUS_TYPE_SYSTEM, cancellable, error);
   if (self->bus == NULL || !service_present (self->bus, deadline, &owner, cancellable, error))
     return FALSE;
@@ -142,6 +208,11 @@ reach_initable_init (GInitable *initable, GCancellable *cancellable, GError **er
   reach_publish (self, TRUE);
   g_variant_unref (properties);
   g_object_unref (reply);
+
+  /* Made now, so that its signals exist from the start: it is the answer
+   * while the service is away, and its changes are when a hang shows. */
+  self->fallback = reach_next_monitor ();
+  reach_follow_fallback (self);
   return TRUE;
 }
 
@@ -182,9 +253,7 @@ reach_dispose (GObject *object)
 {
   ReachabilitydNetworkMonitor *self = REACHABILITYD_NETWORK_MONITOR (object);
 
-  if (self->reading != NULL)
-    g_cancellable_cancel (self->reading);
-  g_clear_object (&self->reading);
+  reach_unfollow (self);
   if (self->bus != NULL)
     unsubscribe (self);
   g_clear_object (&self->bus);
@@ -198,6 +267,7 @@ reach_finalize (GObject *object)
 
   g_free (self->owner);
   g_free (self->connectivity);
+  g_clear_pointer (&self->context, g_main_context_unref);
   G_OBJECT_CLASS (reachabilityd_network_monitor_parent_class)->finalize (object);
 }
 

@@ -1,12 +1,18 @@
 /* reachabilityd's GNetworkMonitor: the module's one object, shared by
- * monitor.c (the type, its start and the daemon's signals) and can-reach.c
- * (g_network_monitor_can_reach through Manager.Query), with follow.c
- * (reading and following the daemon's properties).
+ * monitor.c (the type, its start, and finding GLib's next monitor),
+ * follow.c (reading and following the daemon's properties, handing over
+ * to GLib's next monitor while the service is away or hung, and the
+ * translation) and can-reach.c (g_network_monitor_can_reach through
+ * Manager.Query).
  *
  * The module decides nothing: every answer is the daemon's, read from its
- * root object (the internet target) and translated into GLib's terms. */
+ * root object (the internet target) and translated into GLib's terms, or,
+ * while the service cannot be had, GLib's next monitor's. */
 #ifndef REACHABILITYD_GIO_MONITOR_H
 #define REACHABILITYD_GIO_MONITOR_H
+
+/* The module's g_debug lines: G_MESSAGES_DEBUG=reachabilityd shows them. */
+#define G_LOG_DOMAIN "reachabilityd"
 
 #include <gio/gio.h>
 
@@ -26,6 +32,13 @@
  * past it the module fails and GLib takes its next monitor. */
 #define REACH_INIT_TIMEOUT_MS 2000
 
+/* The bound of every call made after the start: the service has this long
+ * to answer a GetAll, or a can_reach's Query (for a host name, which the
+ * daemon may take longer to look up, the GetAll sent with it); past it the
+ * service counts as hung and GLib's next monitor answers (follow.c,
+ * can-reach.c). */
+#define REACH_CALL_TIMEOUT_MS 2000
+
 /* The Reachable bit of the daemon's Flags (Apple's value). */
 #define REACH_FLAG_REACHABLE 0x2u
 
@@ -40,10 +53,20 @@ struct _ReachabilitydNetworkMonitor
   GObject parent_instance;
 
   GDBusConnection *bus;
+  GMainContext *context;       /* where the signals arrive and the state lives */
   gchar *owner;                /* the service's unique name now; NULL while it is away */
   guint owner_subscription;
   guint properties_subscription;
   GCancellable *reading;       /* the GetAll in flight, if any */
+  GSource *read_bound;         /* its REACH_CALL_TIMEOUT_MS, until they pass or it is answered */
+
+  /* GLib's next monitor (made at start, kept) and whether its answer is the
+   * one published: the service is away (no owner), hung (no answer within
+   * the bound) or gave an error instead of its properties. Read with
+   * g_atomic_int_get by can_reach, which any thread may call. */
+  GNetworkMonitor *fallback;
+  gint handed_over;
+  GSource *fallback_turn;      /* one idle turn after the fallback's signals */
 
   /* The daemon's words (root object, Target interface). */
   gint32 status;               /* -1 while unknown */
@@ -64,8 +87,14 @@ GType reachabilityd_network_monitor_get_type (void);
 
 void reachabilityd_network_monitor_register (GTypeModule *module);
 
-/* follow.c: reading and following the daemon, and the translation. */
+/* monitor.c: GLib's next monitor after ours (see there). */
+GNetworkMonitor *reach_next_monitor (void);
+
+/* follow.c: reading and following the daemon, handing over, and the translation. */
 void reach_publish (ReachabilitydNetworkMonitor *self, gboolean quiet);
+void reach_follow_fallback (ReachabilitydNetworkMonitor *self);
+void reach_unfollow (ReachabilitydNetworkMonitor *self);
+void reach_hung (ReachabilitydNetworkMonitor *self);
 void reach_take_properties (ReachabilitydNetworkMonitor *self, GVariant *properties);
 void reach_set_owner (ReachabilitydNetworkMonitor *self, const gchar *owner);
 GDBusMessage *reach_get_all_message (void);
