@@ -13,8 +13,9 @@
  * CLOCK_MONOTONIC; AVAILABLE the signal's argument, PROPERTY what
  * g_network_monitor_get_network_available says in the handler, which is
  * what a program that reads the monitor sees) for every network-changed, and answers each line of its
- * standard input (a host or address) as the arguments ("async" only),
- * until its standard input ends; otherwise it exits. */
+ * standard input (a host or address) as the arguments ("async" only; a
+ * line "sync HOST-OR-ADDRESS" with g_network_monitor_can_reach, printed as
+ * "reach sync ..."), until its standard input ends; otherwise it exits. */
 #include <gio/gio.h>
 #include <stdio.h>
 #include <string.h>
@@ -61,6 +62,18 @@ reached (GObject *source, GAsyncResult *result, gpointer user_data)
 }
 
 static void
+ask_sync (GNetworkMonitor *monitor, const char *target)
+{
+  GSocketConnectable *connectable = connectable_for (target);
+  GError *error = NULL;
+  gboolean reachable = g_network_monitor_can_reach (monitor, connectable, NULL, &error);
+
+  print_answer ("sync", target, reachable, error);
+  g_clear_error (&error);
+  g_object_unref (connectable);
+}
+
+static void
 ask (GNetworkMonitor *monitor, const char *target)
 {
   GSocketConnectable *connectable = connectable_for (target);
@@ -90,7 +103,9 @@ input (GIOChannel *channel, GIOCondition condition, gpointer user_data)
   if (status == G_IO_STATUS_NORMAL)
     {
       g_strstrip (line);
-      if (line[0] != '\0')
+      if (g_str_has_prefix (line, "sync "))
+        ask_sync (G_NETWORK_MONITOR (user_data), g_strstrip (line + strlen ("sync ")));
+      else if (line[0] != '\0')
         ask (G_NETWORK_MONITOR (user_data), line);
       g_free (line);
       return G_SOURCE_CONTINUE;
@@ -118,13 +133,7 @@ main (int argc, char **argv)
 
   for (int i = first; i < argc; i++)
     {
-      GSocketConnectable *connectable = connectable_for (argv[i]);
-      GError *error = NULL;
-      gboolean reachable = g_network_monitor_can_reach (monitor, connectable, NULL, &error);
-
-      print_answer ("sync", argv[i], reachable, error);
-      g_clear_error (&error);
-      g_object_unref (connectable);
+      ask_sync (monitor, argv[i]);
       ask (monitor, argv[i]);
     }
   if (pending > 0)

@@ -64,7 +64,10 @@ def main():
         def line(channel, _condition):
             status, text, _length, _end = channel.read_line()
             if status == GLib.IOStatus.NORMAL:
-                if text.strip():
+                words = text.split()
+                if words[:1] == ["sync"] and len(words) == 2:
+                    answer("sync", words[1], lambda: monitor.can_reach(connectable(words[1]), None))
+                elif words:
                     ask(text.strip())
                 return True
             loop.quit()
