@@ -21,11 +21,27 @@ count of notifications waits for, with no sleep.
   is down, ``G_IO_ERROR_NETWORK_UNREACHABLE``).
 * NetworkManager's captive portal: still available (a route), connectivity
   PORTAL, one ``network-changed`` each way.
-* A restarted daemon: nothing is announced while it is away, the new
-  instance's answer is read, and told only when it differs.
+* A restarted daemon: while it is away the program hears GLib's next monitor
+  (told only where that differs from what it held), the new instance's
+  answer is read, and told only when it differs.
+* Nobody keeps the service's last word (SPEC.md, "When the service is
+  away"): stopped, the module hands over to GLib's next monitor (here
+  GLib's netlink one, beside a GLib program that runs it for reference, in
+  the daemon's namespace) and follows it within the call bound (2 s) of a
+  change, can_reach included; started again, the daemon is followed again.
+  Hung (SIGSTOP), the same within the bound of the next change, and
+  can_reach, sync and async, answers within the bound; the daemon's answer
+  is back once it runs again, with nothing changed meanwhile.
+* GLib's rules: a route NetworkManager does not manage (its connectivity
+  "none") is available with FULL connectivity, never LOCAL.
 * No service (not on the bus, not activatable), a start that fails, a start
   that hangs: GLib's own monitor within the module's bound (2 s, plus the
   program's own start); an activatable service is started by the module.
+
+The module's own debug lines (``G_MESSAGES_DEBUG=reachabilityd``: "... answers
+until it is back", "... answers again") come on the program's standard
+output; a test that must know the module took over again before its next
+step waits for them, as it waits for a signal.
 """
 
 from __future__ import annotations
@@ -49,6 +65,7 @@ from conftest import need
 
 GIO_DIR = harness.REPO / "gio"
 OURS = "ReachabilitydNetworkMonitor"
+GLIB_NETLINK = "GNetworkMonitorNetlink"
 FULL, LOCAL = int(Gio.NetworkConnectivity.FULL), int(Gio.NetworkConnectivity.LOCAL)
 PORTAL = int(Gio.NetworkConnectivity.PORTAL)
 HOST_NOT_FOUND = int(Gio.IOErrorEnum.HOST_NOT_FOUND)
@@ -57,6 +74,10 @@ HOST_UNREACHABLE = int(Gio.IOErrorEnum.HOST_UNREACHABLE)
 INIT_BOUND = 2.0  # REACH_INIT_TIMEOUT_MS in gio/monitor.h
 # What a program's start-up may add to it (an AddressSanitizer build on a loaded machine).
 START_SLACK = 3.0
+CALL_BOUND = 2.0  # REACH_CALL_TIMEOUT_MS in gio/monitor.h
+# What a running program's own turn may add to it (GLib's monitor, a loaded machine).
+TURN_SLACK = 1.0
+IDLE_WINDOW = 3.0  # seconds a program is watched for wake-ups
 ROUTED, UNROUTED = "203.0.113.9", "198.51.100.7"
 MAX_PER_EDGE = 2
 
@@ -83,7 +104,7 @@ class Program:
     """monitor-test (C, AddressSanitizer) or monitor-test.py, with ``--follow``; its lines read by a thread."""
 
     def __init__(self, build: Path, bus_address: str, *, python: bool = False, targets: tuple = (),
-                 env: Optional[dict] = None, follow: bool = True):
+                 env: Optional[dict] = None, follow: bool = True, netns: Optional[str] = None):
         if python:
             argv = ["/usr/bin/python3", str(GIO_DIR / "tests" / "monitor-test.py")]
             modules = build / "plain"
@@ -94,9 +115,14 @@ class Program:
         environment.pop("DBUS_SESSION_BUS_ADDRESS", None)
         environment.pop("GIO_USE_NETWORK_MONITOR", None)
         environment.update(DBUS_SYSTEM_BUS_ADDRESS=bus_address, GIO_EXTRA_MODULES=str(modules),
-                           ASAN_OPTIONS="detect_leaks=1:exitcode=23", G_MESSAGES_DEBUG="GLib-GIO")
+                           ASAN_OPTIONS="detect_leaks=1:exitcode=23", G_MESSAGES_DEBUG="GLib-GIO reachabilityd")
         environment.update(env or {})
+        if netns is not None:
+            # ip netns exec execs the program: the PID stays the program's.
+            argv = harness.Namespaces.exec_argv(netns) + argv
         self.name = "monitor-test.py" if python else "monitor-test"
+        if environment.get("GIO_USE_NETWORK_MONITOR") not in (None, "reachabilityd"):
+            self.name += f" ({environment['GIO_USE_NETWORK_MONITOR']})"
         self.lines: list = []
         self.stderr = ""
         self.changed = threading.Condition()
@@ -154,14 +180,37 @@ class Program:
         _, _, line = self.wait(lambda line: line.startswith("ready "), "the ready line")
         return line.split()[1:]
 
-    def ask(self, target: str) -> str:
-        """can_reach_async(target): "ok" or "error CODE MESSAGE", and a barrier (see the top)."""
-        start = len(self.lines)
-        self.process.stdin.write(target + "\n")
+    def send(self, *lines: str) -> float:
+        """Lines to its standard input, in one write; returns when they were written."""
+        self.process.stdin.write("".join(line + "\n" for line in lines))
         self.process.stdin.flush()
-        prefix = f"reach async {target} "
-        _, _, line = self.wait(lambda line: line.startswith(prefix), f"the answer for {target}", start)
+        return time.monotonic()
+
+    def ask(self, target: str, how: str = "async") -> str:
+        """can_reach_async(target) (or can_reach, ``how="sync"``): "ok" or "error CODE MESSAGE",
+        and a barrier while the daemon answers (see the top)."""
+        start = self.mark()
+        self.send(target if how == "async" else f"sync {target}")
+        prefix = f"reach {how} {target} "
+        _, _, line = self.wait(lambda line: line.startswith(prefix), f"the {how} answer for {target}", start)
         return line[len(prefix):]
+
+    def current(self) -> tuple:
+        """What its monitor says now: (available, metered, connectivity) of the last ``changed``
+        line, or of the ``ready`` line before any."""
+        with self.changed:
+            lines = [line for _, line in self.lines if line is not None]
+        for line in reversed(lines):
+            if line.startswith("changed "):
+                return tuple(int(word) for word in line.split()[2:5])
+            if line.startswith("ready "):
+                return tuple(int(word) for word in line.split()[2:5])
+        raise AssertionError(f"{self.name} has said nothing yet\n" + self.describe())
+
+    def module_said(self, words: str, what: str, start: int = 0,
+                    timeout: float = harness.CHANGE_TIMEOUT) -> tuple:
+        """The module's debug line containing ``words`` (see the top)."""
+        return self.wait(lambda line: "reachabilityd-DEBUG" in line and words in line, what, start, timeout)
 
     def mark(self) -> int:
         with self.changed:
@@ -199,6 +248,36 @@ class Program:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+
+
+def thread_names(pid: int, counts: dict) -> dict:
+    """``{"NAME (TID)": count}`` for ``{tid: count}`` of a process's threads."""
+    names = {}
+    for tid, count in counts.items():
+        try:
+            name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+        except OSError:
+            name = "?"
+        names[f"{name} ({tid})"] = count
+    return names
+
+
+def is_state(state: tuple) -> Callable[[str], bool]:
+    """Matches a ``changed`` line that says ``state`` (available, metered, connectivity)."""
+    words = [str(value) for value in state]
+    return lambda line: line.startswith("changed ") and line.split()[2:5] == words
+
+
+def assert_glib_rules(program: Program) -> None:
+    """GLib's rules held in everything the program heard: connectivity LOCAL exactly when the
+    network is not available, metered only while it is."""
+    with program.changed:
+        lines = [line for _, line in program.lines if line is not None]
+    for line in lines:
+        if line.startswith(("ready ", "changed ")):
+            available, metered, connectivity = (int(word) for word in line.split()[2:5])
+            assert (connectivity == LOCAL) == (not available) and (available or not metered), (
+                f"{program.name} heard a state GLib's rules exclude: {line}\n" + program.describe())
 
 
 @pytest.fixture
@@ -292,30 +371,211 @@ def test_python_program_and_the_explicit_choice(kernel_daemon, gio_build, progra
 
 
 def test_a_restarted_daemon_is_read_again_and_told_only_on_a_change(kernel_daemon, gio_build, programs):
-    """The daemon stopped: nothing changes for GLib. The carrier lost while it is away: the next
-    instance's answer arrives as one network-changed. Restarted with nothing changed: none."""
+    """The program in the daemon's namespace, so that GLib's next monitor (netlink) sees the lab's
+    route. The daemon stopped and started again with nothing changed: GLib's monitor says what the
+    daemon said, so nothing is told, before or after. Stopped, and the carrier lost while it is away
+    (GLib's netlink monitor does not see a carrier): nothing is told until the next instance's answer
+    arrives, as one network-changed."""
     lab = kernel_daemon
-    program = start(programs, gio_build, lab.bus.address)
+    program = start(programs, gio_build, lab.bus.address, netns=lab.ns_a)
     assert program.ready() == [OURS, "1", "0", str(FULL)], program.describe()
-    mark = program.mark()
-    lab.daemons[-1].stop()
-    lab.client.wait_for_name_gone(harness.SERVICE)
-    lab.set_peer(kernel.UPLINK_PEER, False)
-    lab.wait_operstate(kernel.UPLINK, "DOWN")
-    lab.daemon(args=kernel.daemon_args("--backend", "kernel"))
-    program.wait(lambda line: line.startswith("changed ") and line.split()[2:5] == ["0", "0", str(LOCAL)],
-                 "the new instance's answer (no network)", mark)
-    assert program.ask(ROUTED).startswith(f"error {NETWORK_UNREACHABLE} "), program.describe()
-    assert program.changes(mark) == [(0, 0, LOCAL)], program.describe()
 
     mark = program.mark()
     lab.daemons[-1].stop()
     lab.client.wait_for_name_gone(harness.SERVICE)
+    program.module_said("answers until it is back", "the module handing over", mark)
     lab.daemon(args=kernel.daemon_args("--backend", "kernel"))
-    # The module reads the new owner as soon as it is seen; the answer comes after that read.
-    assert program.ask(ROUTED).startswith(f"error {NETWORK_UNREACHABLE} "), program.describe()
+    program.module_said("answers again", "the module taking over again", mark)
+    assert program.ask(UNROUTED).startswith(f"error {HOST_UNREACHABLE} {UNROUTED} is not reachable"), (
+        program.describe())
     assert program.changes(mark) == [], program.describe()
+
+    mark = program.mark()
+    lab.daemons[-1].stop()
+    lab.client.wait_for_name_gone(harness.SERVICE)
+    program.module_said("answers until it is back", "the module handing over", mark)
+    lab.set_peer(kernel.UPLINK_PEER, False)
+    lab.wait_operstate(kernel.UPLINK, "DOWN")
+    lab.daemon(args=kernel.daemon_args("--backend", "kernel"))
+    program.wait(is_state((0, 0, LOCAL)), "the new instance's answer (no network)", mark)
+    assert program.ask(ROUTED).startswith(f"error {NETWORK_UNREACHABLE} "), program.describe()
+    assert program.changes(mark) == [(0, 0, LOCAL)], program.describe()
     program.close()
+
+
+# --- the service away: GLib's next monitor ------------------------------------------------
+
+
+def beside_glib(lab, gio_build, programs, python: bool = True) -> tuple:
+    """A program with the module chosen (Python, or the C one under AddressSanitizer), and the
+    Python one on GLib's netlink monitor (the module's next one in the kernel lab: no
+    NetworkManager), both in the daemon's namespace and following; both say the network is there
+    with full connectivity."""
+    ours = start(programs, gio_build, lab.bus.address, python=python, netns=lab.ns_a,
+                 env={"GIO_USE_NETWORK_MONITOR": "reachabilityd"})
+    glib = start(programs, gio_build, lab.bus.address, python=True, netns=lab.ns_a,
+                 env={"GIO_USE_NETWORK_MONITOR": "netlink"})
+    assert ours.ready() == [OURS, "1", "0", str(FULL)], ours.describe()
+    assert glib.ready() == [GLIB_NETLINK, "1", "0", str(FULL)], glib.describe()
+    return ours, glib
+
+
+def uplink_down(lab) -> float:
+    """kveth0 taken down: the kernel drops its routes, which GLib's netlink monitor sees (it does
+    not see a carrier). Returns when the command had returned: the kernel had told every listener."""
+    lab.ip_a("link", "set", kernel.UPLINK, "down")
+    return time.monotonic()
+
+
+def uplink_up(lab) -> None:
+    lab.ip_a("link", "set", kernel.UPLINK, "up")
+    lab.wait_operstate(kernel.UPLINK, "UP")
+    lab.ip_a("route", "replace", "default", "via", kernel.GATEWAY_V4, "dev", kernel.UPLINK,
+             "metric", kernel.UPLINK_METRIC)
+
+
+def heard_within(program: Program, state: tuple, what: str, since: float, mark: int, bound: float) -> float:
+    """``state`` told (after line ``mark``) within ``bound`` of ``since``; returns how long after
+    ``since`` it was (negative: before)."""
+    try:
+        _, stamp, _ = program.wait(is_state(state), what, mark, timeout=max(since + bound - time.monotonic(), 0.01))
+    except harness.WaitTimeout as error:
+        raise AssertionError(f"{what}: not told within {bound:.1f} s\n" + program.describe()) from error
+    return stamp - since
+
+
+def assert_followed_again(lab, ours: Program, glib: Program) -> None:
+    """The daemon followed again: the route back (both say so), then a carrier loss that only the
+    daemon sees (GLib's netlink monitor keeps its route) is heard, and can_reach is the daemon's."""
+    mark = ours.mark()
+    uplink_up(lab)
+    ours.wait(is_state((1, 0, FULL)), "the network back", mark)
+    mark, glib_mark = ours.mark(), glib.mark()
+    lab.set_peer(kernel.UPLINK_PEER, False)
+    lab.wait_operstate(kernel.UPLINK, "DOWN")
+    ours.wait(is_state((0, 0, LOCAL)), "the daemon's carrier loss", mark)
+    assert ours.ask(ROUTED).startswith(f"error {NETWORK_UNREACHABLE} {ROUTED} is not reachable"), ours.describe()
+    assert glib.ask(ROUTED) == "ok" and glib.current()[0] == 1, (
+        "GLib's netlink monitor saw the carrier loss: the test cannot tell whose answer the program had\n"
+        + glib.describe())
+    assert not any(change[0] == 0 for change in glib.changes(glib_mark)), glib.describe()
+
+
+def test_a_stopped_daemon_hands_over_to_glibs_monitor_and_takes_over_again(kernel_daemon, gio_build, programs):
+    """The daemon stopped (SIGTERM: its name leaves), then kveth0 down: the program tells GLib's own
+    monitor's answer (no network, LOCAL) within the call bound (plus the program's turn) of GLib's
+    monitor telling it in a program of its own, and can_reach, sync and async, answers as GLib's
+    monitor does. The daemon started again: followed again."""
+    lab = kernel_daemon
+    ours, glib = beside_glib(lab, gio_build, programs)
+
+    lab.daemons[-1].stop()
+    lab.client.wait_for_name_gone(harness.SERVICE)
+    mark, glib_mark = ours.mark(), glib.mark()
+    changed = uplink_down(lab)
+    _, glib_told, _ = glib.wait(is_state((0, 0, LOCAL)), "GLib's monitor: no network", glib_mark)
+    took = heard_within(ours, (0, 0, LOCAL), "GLib's monitor's answer while the daemon is away", glib_told, mark,
+                        CALL_BOUND + TURN_SLACK)
+    print(f"GLib's monitor told the change after {glib_told - changed:.3f} s, the program {took:+.3f} s later")
+    for target in (ROUTED, UNROUTED):
+        for how in ("sync", "async"):
+            assert ours.ask(target, how) == glib.ask(target, how), ours.describe() + "\n" + glib.describe()
+
+    mark = ours.mark()
+    lab.daemon(args=kernel.daemon_args("--backend", "kernel"))
+    ours.module_said("answers again", "the module taking over again", mark)
+    assert_followed_again(lab, ours, glib)
+    assert_glib_rules(ours)
+    ours.close()
+    glib.close()
+
+
+@contextlib.contextmanager
+def stopped(daemon):
+    """The daemon hung (SIGSTOP: its name stays) for the block; SIGCONT after it, whatever happens."""
+    os.kill(daemon.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(daemon.pid, signal.SIGCONT)
+
+
+def test_a_hung_daemon_is_handed_over_at_the_next_change(kernel_daemon, gio_build, programs):
+    """The daemon hung (SIGSTOP), then kveth0 down: GLib's monitor tells the change, the module asks
+    the daemon, which does not answer; within the call bound (plus the program's turn) of GLib's
+    monitor telling it in a program of its own, the program tells GLib's monitor's answer, and
+    can_reach answers as GLib's monitor does. SIGCONT: the daemon speaks again (the change it had
+    not told) and is followed again."""
+    lab = kernel_daemon
+    ours, glib = beside_glib(lab, gio_build, programs)
+
+    with stopped(lab.daemons[-1]):
+        mark, glib_mark = ours.mark(), glib.mark()
+        changed = uplink_down(lab)
+        _, glib_told, _ = glib.wait(is_state((0, 0, LOCAL)), "GLib's monitor: no network", glib_mark)
+        took = heard_within(ours, (0, 0, LOCAL), "GLib's monitor's answer while the daemon hangs", glib_told, mark,
+                            CALL_BOUND + TURN_SLACK)
+        print(f"GLib's monitor told the change after {glib_told - changed:.3f} s, the program {took:+.3f} s later")
+        for how in ("sync", "async"):
+            assert ours.ask(UNROUTED, how) == glib.ask(UNROUTED, how), ours.describe() + "\n" + glib.describe()
+        mark = ours.mark()
+    ours.module_said("answers again", "the module taking over once the daemon runs again", mark)
+    assert_followed_again(lab, ours, glib)
+    assert_glib_rules(ours)
+    ours.close()
+    glib.close()
+
+
+def test_can_reach_answers_within_the_bound_while_the_daemon_hangs(kernel_daemon, gio_build, programs):
+    """The carrier lost: the daemon says no network, GLib's netlink monitor (which does not see a
+    carrier) still has its route. The daemon hung (SIGSTOP), nothing else changing: can_reach_async
+    and can_reach, asked together, both answer within the call bound (plus the program's turn),
+    with GLib's monitor's answer; the module, having found the hang, tells GLib's monitor's answer
+    within the same bound, and then sleeps (no wake-up for IDLE_WINDOW s). SIGCONT, with nothing
+    changed: the daemon's answer is back (the late answer to the module's read). The C program:
+    the questions the module gave up on leave nothing behind (AddressSanitizer's leak check at its
+    end)."""
+    lab = kernel_daemon
+    ours, glib = beside_glib(lab, gio_build, programs, python=False)
+    mark = ours.mark()
+    lab.set_peer(kernel.UPLINK_PEER, False)
+    lab.wait_operstate(kernel.UPLINK, "DOWN")
+    ours.wait(is_state((0, 0, LOCAL)), "the daemon's carrier loss", mark)
+    expected = glib.ask(ROUTED)
+    assert expected == "ok" and glib.current()[0] == 1, glib.describe()
+
+    with stopped(lab.daemons[-1]):
+        mark = ours.mark()
+        sent = ours.send(ROUTED, f"sync {ROUTED}")
+        for how in ("async", "sync"):
+            prefix = f"reach {how} {ROUTED} "
+            try:
+                _, stamp, line = ours.wait(lambda line, prefix=prefix: line.startswith(prefix), f"can_reach {how}",
+                                           mark, timeout=CALL_BOUND + TURN_SLACK)
+            except harness.WaitTimeout as error:
+                raise AssertionError(f"can_reach {how} did not return within {CALL_BOUND + TURN_SLACK:.1f} s "
+                                     f"of the question\n" + ours.describe()) from error
+            print(f"can_reach {how} answered after {stamp - sent:.3f} s")
+            assert line[len(prefix):] == expected, ours.describe()
+        # A call without a sign of life within the bound is a hang: the module hands over.
+        took = heard_within(ours, (1, 0, FULL), "GLib's monitor's answer once the hang is found", sent, mark,
+                            CALL_BOUND + TURN_SLACK)
+        print(f"the hang found and GLib's monitor's answer told {took:.3f} s after the question")
+        # Handed over, with its read left in flight for the daemon's late answer: no timer, no
+        # wake-up (after a question answered by GLib's monitor, so that nothing is pending). The
+        # module's sources run on the program's main thread; GDBus's own thread ("gdbus") is left
+        # out: it may still be writing that read, which the main thread handed it just before.
+        assert ours.ask(ROUTED) == expected, ours.describe()
+        woken = thread_names(ours.process.pid, harness.idle_wakeups(ours.process.pid, IDLE_WINDOW))
+        woken = {thread: count for thread, count in woken.items() if not thread.startswith("gdbus ")}
+        assert woken == {}, f"woken while handed over and idle: {woken} (thread: wake-ups)\n" + ours.describe()
+        mark = ours.mark()
+    ours.wait(is_state((0, 0, LOCAL)), "the daemon's answer back once it runs again", mark)
+    assert ours.ask(ROUTED).startswith(f"error {NETWORK_UNREACHABLE} {ROUTED} is not reachable"), ours.describe()
+    assert ours.changes(mark) == [(0, 0, LOCAL)], ours.describe()
+    assert_glib_rules(ours)
+    ours.close()
+    glib.close()
 
 
 # --- the real NetworkManager -------------------------------------------------------------
@@ -429,4 +689,45 @@ def test_captive_portal_is_glibs_portal(nm_lab, gio_build, programs):
                      and line.split()[2:5] == ["1", "0", str(expected)], f"connectivity {expected}", mark)
         program.ask(ROUTED)
         assert program.changes(mark) == [(1, 0, expected)], program.describe()
+    program.close()
+
+
+UNMANAGED, UNMANAGED_PEER = "xveth0", "xveth1"
+
+
+def test_a_route_networkmanager_does_not_manage_is_full_never_local(nm_lab_without_nm, gio_build, programs):
+    """NetworkManager's device without carrier (NetworkManager: connectivity "none"), and a default
+    route through a device NetworkManager leaves unmanaged: the daemon says Reachable with
+    Connectivity "none". The program hears the network available with FULL connectivity (GLib's
+    netlink monitor's word for a default route nobody checked), never available with LOCAL."""
+    lab = nm_lab_without_nm
+    (lab.directory / "conf.d" / "unmanaged.conf").write_text(
+        f"[keyfile]\nunmanaged-devices=interface-name:{UNMANAGED};interface-name:{UNMANAGED_PEER}\n")
+    lab.start_nm()
+    lab.daemon()
+    program = start(programs, gio_build, lab.bus.address)
+    ready = program.ready()
+    assert ready[:3] == [OURS, "1", "0"], program.describe()
+    mark = program.mark()
+    lab.set_carrier(False)
+    lab.wait_nm_state(harness.NM_STATE_DISCONNECTED)
+    program.wait(is_state((0, 0, LOCAL)), "no network once NetworkManager deactivated", mark)
+
+    mark = program.mark()
+    recorder = lab.recorder()
+    recorder.sync()
+    lab.ip_nm("link", "add", UNMANAGED, "type", "veth", "peer", "name", UNMANAGED_PEER)
+    lab.ip_nm("link", "set", UNMANAGED_PEER, "up")
+    lab.ip_nm("addr", "add", "10.77.0.2/24", "dev", UNMANAGED)
+    lab.ip_nm("link", "set", UNMANAGED, "up")
+    lab.ip_nm("route", "add", "default", "via", "10.77.0.1", "dev", UNMANAGED)
+    recorder.wait_props({"Flags": harness.REACHABLE, "Status": 2, "Connectivity": "none", "Interface": UNMANAGED},
+                        "the daemon: Reachable through the unmanaged device, NetworkManager's connectivity none")
+    _, _, line = program.wait(lambda line: line.startswith("changed ") and line.split()[2] == "1",
+                              "the network available through the unmanaged device", mark)
+    assert line.split()[2:5] == ["1", "0", str(FULL)], program.describe()
+    program.ask(ROUTED)
+    assert program.changes(mark) == [(1, 0, FULL)], program.describe()
+    assert_glib_rules(program)
+    recorder.close()
     program.close()
