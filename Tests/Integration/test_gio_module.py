@@ -24,8 +24,8 @@ count of notifications waits for, with no sleep.
 * A restarted daemon: while it is away the program hears GLib's next monitor
   (told only where that differs from what it held), the new instance's
   answer is read, and told only when it differs.
-* Nobody keeps the service's last word (SPEC.md, "When the service is
-  away"): stopped, the module hands over to GLib's next monitor (here
+* Nobody keeps the service's last word (issue 47; design.md, "GLib's network
+  monitor"): stopped, the module hands over to GLib's next monitor (here
   GLib's netlink one, beside a GLib program that runs it for reference, in
   the daemon's namespace) and follows it within the call bound (2 s) of a
   change, can_reach included; started again, the daemon is followed again.
