@@ -175,14 +175,31 @@ extension BusConnection {
 
     /// Learns whom the bus charges for what waits for a reader (`CallScheduler.unreadCostsTheService`):
     /// dbus-broker, the reader — it answers `GetStats` with figures of its own, named
-    /// `org.bus1.DBus.Debug.Stats.…`; dbus-daemon (or a bus that does not say), the service.
-    /// Asked once, before the service takes its name.
+    /// `org.bus1.DBus.Debug.Stats.…`; dbus-daemon, the service. Asked once, before the service
+    /// takes its name, and said once in the log: what the bus is, and what the service does
+    /// there. The shipped policy lets the service's own user ask (the stock system.conf lets
+    /// only root); a bus that refuses (an older policy file) or does not answer is taken for
+    /// dbus-daemon, the safe guess, and the log says why.
     func learnWhoPaysForUnread() {
-        guard let values = try? call(destination: Self.busDriver, path: ObjectPath("/org/freedesktop/DBus"),
-                                     interface: "org.freedesktop.DBus.Debug.Stats", member: "GetStats",
-                                     timeoutMilliseconds: 5_000),
-            case .dictionary(_, _, let all)? = values.first
-        else { return }
+        let values: [DBusValue]
+        do {
+            values = try call(destination: Self.busDriver, path: ObjectPath("/org/freedesktop/DBus"),
+                              interface: "org.freedesktop.DBus.Debug.Stats", member: "GetStats",
+                              timeoutMilliseconds: 5_000)
+        } catch {
+            callers.scheduler.unreadCostsTheService = true
+            return logger.notice("""
+                the bus does not say which bus it is (GetStats: \(error.name): \(error.message)); taking it \
+                for dbus-daemon, which charges what waits for a reader to the service: a caller that leaves \
+                much unread is asked for read receipts, and its user's calls wait for them (on dbus-broker \
+                that would stall blocking callers: install this version's D-Bus policy file, which lets \
+                the service ask)
+                """)
+        }
+        guard case .dictionary(_, _, let all)? = values.first else {
+            callers.scheduler.unreadCostsTheService = true
+            return logger.notice("the bus answered GetStats with '\(values.signature)'; taking it for dbus-daemon")
+        }
         let broker = all.contains { entry in
             if case .string(let key) = entry.key { return key.hasPrefix("org.bus1.") }
             return false
@@ -192,6 +209,11 @@ extension BusConnection {
             logger.info("""
                 the bus is dbus-broker, which charges what waits for a reader to the reader: a caller \
                 that does not read costs only itself, and its calls are answered as anyone's
+                """)
+        } else {
+            logger.info("""
+                the bus is dbus-daemon, which charges what waits for a reader to the service: a caller \
+                that leaves much unread is asked for read receipts, and its user's calls wait for them
                 """)
         }
     }

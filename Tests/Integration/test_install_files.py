@@ -518,7 +518,8 @@ def test_policy_allows_exactly_the_listed_interfaces():
     send_interface rule would open that interface of every service on the
     machine), but one: the service's own users may send Peer.Ping to anyone
     (read receipts), and its own user may ask the bus what it holds for a caller
-    (GetConnectionStats, the other witness of reading; root may already); Properties.Set is root's alone (the log's level and target, LogControl1);
+    (GetConnectionStats, the other witness of reading; root may already) and which bus it is
+    (GetStats, asked once at start); Properties.Set is root's alone (the log's level and target, LogControl1);
     the Metrics interface is root's and the adm group's; and the interfaces opened to
     everybody are exactly those docs/dbus-api.md, "The paths per interface" lists."""
     root = ET.parse(POLICY).getroot()
@@ -552,10 +553,11 @@ def test_policy_allows_exactly_the_listed_interfaces():
                 assert rule.tag == "allow" and policy.get("user") in {"root", SERVICE_USER}, attributes
                 receipts.add(policy.get("user"))
                 continue
-            if attributes == QUEUE_RULE:
-                # The bus's word on what a caller has not read: the service's own user only.
+            if attributes in (QUEUE_RULE, STATS_RULE):
+                # The bus's word on what a caller has not read, and which bus it is: the service's
+                # own user only.
                 assert rule.tag == "allow" and policy.get("user") == SERVICE_USER, attributes
-                witnesses.add(policy.get("user"))
+                witnesses.add((policy.get("user"), attributes["send_member"]))
                 continue
             if rule.tag == "allow" and any(key.startswith("send_") for key in attributes):
                 assert attributes.get("send_destination") == SERVICE, f"unscoped rule {attributes}"
@@ -568,7 +570,7 @@ def test_policy_allows_exactly_the_listed_interfaces():
     assert owners == {"root", SERVICE_USER}
     assert allowed == ALLOWED_INTERFACES
     assert receipts == {"root", SERVICE_USER}
-    assert witnesses == {SERVICE_USER}
+    assert witnesses == {(SERVICE_USER, "GetConnectionStats"), (SERVICE_USER, "GetStats")}
     assert setters == {("deny", "default"), ("allow", "root")}
     assert readers == {"root", "group adm"}
 
@@ -586,6 +588,11 @@ RECEIPT_RULE = {"send_type": "method_call", "send_interface": "org.freedesktop.D
 # What the service's own user may ask the bus driver: what it still holds for a caller (docs/hardening.md, "Fair to every user").
 QUEUE_RULE = {"send_destination": "org.freedesktop.DBus", "send_interface": "org.freedesktop.DBus.Debug.Stats",
               "send_member": "GetConnectionStats"}
+
+# What the service's own user may ask the bus driver once at start: which bus it is (GetStats;
+# dbus-broker names its figures org.bus1.…), which decides who pays for what a caller leaves unread.
+STATS_RULE = {"send_destination": "org.freedesktop.DBus", "send_interface": "org.freedesktop.DBus.Debug.Stats",
+              "send_member": "GetStats"}
 
 
 def test_unprivileged_user_cannot_own_the_name(bus):  # pylint: disable=redefined-outer-name
