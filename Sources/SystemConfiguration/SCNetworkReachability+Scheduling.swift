@@ -94,12 +94,21 @@ extension SCNetworkReachability {
 
     /// An answer from the runtime (on its thread): decides, and hands the callback to the
     /// queue or run loop. Unknown (`nil`: the daemon left, a lookup in flight) is no answer.
-    private func received(_ flags: SCNetworkReachabilityFlags?, subscription id: Int) {
-        guard let flags else { return }
-        let target: (CalloutQueue?, ScheduledLoop?)? = withState { state in
-            guard state.subscription?.id == id, state.callouts.received(flags) else { return nil }
-            return (state.queue, state.runLoops.first)
+    private func received(_ answer: SCNetworkReachabilityFlags?, subscription id: Int) {
+        // Unknown after an answer (the service stopped, was removed, or was ended by its
+        // watchdog) is "not reachable": Apple's flags have no unknown, and the last answer must
+        // not stay as if it still held. Unknown before the first answer is no news.
+        let decided: (flags: SCNetworkReachabilityFlags, queue: CalloutQueue?, loop: ScheduledLoop?)? = withState {
+            state in
+            guard state.subscription?.id == id,
+                let flags = answer ?? (state.callouts.flags != nil ? [] : nil),
+                state.callouts.received(flags)
+            else { return nil }
+            return (flags, state.queue, state.runLoops.first)
         }
+        guard let decided else { return }
+        let flags = decided.flags
+        let target: (CalloutQueue?, ScheduledLoop?)? = (decided.queue, decided.loop)
         // The block holds the reference weakly: one still waiting on the queue or run loop when
         // the reference is unscheduled and released does not keep it (and its context) alive
         // until the queue gets to it, or for ever on a run loop that no longer runs. Only a

@@ -225,3 +225,31 @@ def test_callbacks_on_a_queue_and_a_run_loop_when_the_carrier_drops(online, inst
     finally:
         for watcher in runs:
             watcher.kill()
+
+
+@pytest.mark.parametrize("language", ["c", "ctypes"])
+def test_the_service_leaving_is_a_callback_not_the_last_answer(online, installed, language):
+    """From the daemon, on a queue and on the run loop: the daemon stops (nothing starts it
+    again here) and every scheduled reference is called back with flags 0 (Apple's flags have no
+    "unknown"; the last answer must not stay as if it held), GetFlags then says 0 too; started
+    again, the answer is back. (The library once ignored the service's departure: the internet
+    stayed reachable for as long as it was away.)"""
+    lab = online.lab
+    runs = [Watcher(lab, installed, language, "daemon", scheduling) for scheduling in ("queue", "runloop")]
+    try:
+        for watcher in runs:
+            watcher.wait_for("scheduled", {"all": 0}, "scheduled")
+            assert dict(watcher.events("flags"))["internet"] == REACHABLE, watcher.describe()
+        online.daemon.stop()
+        for watcher in runs:
+            watcher.wait_for("callback", {"internet": 0, "address": 0, "pair": 0},
+                             "callbacks with flags 0 once the daemon left")
+        online.daemon.start()
+        for watcher in runs:
+            watcher.wait_for("callback", {"internet": REACHABLE}, "the answer back with the daemon")
+        for watcher in runs:
+            status = watcher.stop()
+            assert status == 0, f"exit status {status}: {watcher.describe()}"
+    finally:
+        for watcher in runs:
+            watcher.kill()
