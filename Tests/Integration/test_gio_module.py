@@ -471,12 +471,7 @@ def test_a_stopped_daemon_hands_over_to_glibs_monitor_and_takes_over_again(kerne
 
     lab.daemons[-1].stop()
     lab.client.wait_for_name_gone(harness.SERVICE)
-    mark, glib_mark = ours.mark(), glib.mark()
-    changed = uplink_down(lab)
-    _, glib_told, _ = glib.wait(is_state((0, 0, LOCAL)), "GLib's monitor: no network", glib_mark)
-    took = heard_within(ours, (0, 0, LOCAL), "GLib's monitor's answer while the daemon is away", glib_told, mark,
-                        CALL_BOUND + TURN_SLACK)
-    print(f"GLib's monitor told the change after {glib_told - changed:.3f} s, the program {took:+.3f} s later")
+    told_within_the_bound(lab, ours, glib, "GLib's monitor's answer while the daemon is away")
     for target in (ROUTED, UNROUTED):
         for how in ("sync", "async"):
             assert ours.ask(target, how) == glib.ask(target, how), ours.describe() + "\n" + glib.describe()
@@ -488,6 +483,16 @@ def test_a_stopped_daemon_hands_over_to_glibs_monitor_and_takes_over_again(kerne
     assert_glib_rules(ours)
     ours.close()
     glib.close()
+
+
+def told_within_the_bound(lab, ours, glib, what):
+    """kveth0 down: GLib's monitor tells it in a program of its own, and ours tells the same
+    answer within the call bound (plus the program's turn) of that."""
+    mark, glib_mark = ours.mark(), glib.mark()
+    changed = uplink_down(lab)
+    _, glib_told, _ = glib.wait(is_state((0, 0, LOCAL)), "GLib's monitor: no network", glib_mark)
+    took = heard_within(ours, (0, 0, LOCAL), what, glib_told, mark, CALL_BOUND + TURN_SLACK)
+    print(f"GLib's monitor told the change after {glib_told - changed:.3f} s, the program {took:+.3f} s later")
 
 
 @contextlib.contextmanager
@@ -510,12 +515,7 @@ def test_a_hung_daemon_is_handed_over_at_the_next_change(kernel_daemon, gio_buil
     ours, glib = beside_glib(lab, gio_build, programs)
 
     with stopped(lab.daemons[-1]):
-        mark, glib_mark = ours.mark(), glib.mark()
-        changed = uplink_down(lab)
-        _, glib_told, _ = glib.wait(is_state((0, 0, LOCAL)), "GLib's monitor: no network", glib_mark)
-        took = heard_within(ours, (0, 0, LOCAL), "GLib's monitor's answer while the daemon hangs", glib_told, mark,
-                            CALL_BOUND + TURN_SLACK)
-        print(f"GLib's monitor told the change after {glib_told - changed:.3f} s, the program {took:+.3f} s later")
+        told_within_the_bound(lab, ours, glib, "GLib's monitor's answer while the daemon hangs")
         for how in ("sync", "async"):
             assert ours.ask(UNROUTED, how) == glib.ask(UNROUTED, how), ours.describe() + "\n" + glib.describe()
         mark = ours.mark()

@@ -124,43 +124,51 @@ def test_textfile_is_rewritten_on_change_only(plain_lab, daemon, tmp_path):
     assert status in (0, -signal.SIGTERM), describe()
 
 
+class TextfileWriter:
+    """``reachctl metrics --textfile`` on the lab's bus, its file and its log; ``extra`` goes to reachctl."""
+
+    def __init__(self, lab, daemon, tmp_path, *extra):
+        self.path = tmp_path / "reachability.prom"
+        self.log = tmp_path / "reachctl.log"
+        self.daemon = daemon
+        self.process = harness.Process("reachctl", [REACHCTL, "metrics", "--textfile", self.path, *extra], self.log,
+                                       env=reachctl_env(lab))
+
+    def describe(self):
+        text = self.path.read_text() if self.path.exists() else "(no file)"
+        return f"file:\n{text}\nreachctl log:\n{harness.tail(self.log, 40)}\n{self.daemon.log_text()[-2000:]}"
+
+    def up(self):
+        return samples(self.path.read_text(), "reachability_up") if self.path.exists() else {}
+
+    def wait_up(self, value, what, timeout=harness.CHANGE_TIMEOUT):
+        harness.wait_until(lambda: self.up() == {"": value} or not self.process.running, timeout, what,
+                           self.describe, poll=0.05)
+        assert self.process.running, self.describe()
+
+
 def test_textfile_says_when_the_daemon_is_gone(plain_lab, daemon, tmp_path):
     """The daemon stops under a running writer: the file says so at once
     (reachability_up 0, none of the targets' last values, a fresh liveness time), and
     the daemon's metrics are back when it is."""
-    path = tmp_path / "reachability.prom"
-    log = tmp_path / "reachctl.log"
-    process = harness.Process("reachctl", [REACHCTL, "metrics", "--textfile", path], log,
-                              env=reachctl_env(plain_lab))
-
-    def describe():
-        text = path.read_text() if path.exists() else "(no file)"
-        return f"file:\n{text}\nreachctl log:\n{harness.tail(log, 40)}\n{daemon.log_text()[-2000:]}"
-
-    def up():
-        return samples(path.read_text(), "reachability_up") if path.exists() else {}
-
+    writer = TextfileWriter(plain_lab, daemon, tmp_path)
+    path, describe = writer.path, writer.describe
     try:
-        harness.wait_until(lambda: up() == {"": 1} or not process.running, harness.CHANGE_TIMEOUT,
-                           "the textfile with reachability_up 1", describe, poll=0.05)
-        assert process.running, describe()
+        writer.wait_up(1, "the textfile with reachability_up 1")
         assert samples(path.read_text(), "reachability_target_reachable"), describe()
         daemon.stop()
-        harness.wait_until(lambda: up() == {"": 0}, harness.CHANGE_TIMEOUT, "reachability_up 0 after the stop",
-                           describe, poll=0.05)
+        writer.wait_up(0, "reachability_up 0 after the stop")
         text = path.read_text()
         assert not samples(text, "reachability_target_reachable"), describe()
         assert samples(text, "reachctl_textfile_updated_timestamp_seconds"), describe()
         checked = subprocess.run([harness.need_tool("promtool"), "check", "metrics"], input=text,
                                  capture_output=True, text=True, timeout=30, check=False)
         assert checked.returncode == 0, f"promtool check metrics:\n{checked.stdout}{checked.stderr}\n{text}"
-        assert process.running, describe()
         daemon.start()
-        harness.wait_until(lambda: up() == {"": 1}, harness.CHANGE_TIMEOUT, "reachability_up 1 once it is back",
-                           describe, poll=0.05)
+        writer.wait_up(1, "reachability_up 1 once it is back")
         assert samples(path.read_text(), "reachability_target_reachable"), describe()
     finally:
-        status = process.stop()
+        status = writer.process.stop()
     assert status in (0, -signal.SIGTERM), describe()
 
 
@@ -170,41 +178,26 @@ def test_textfile_says_when_the_daemon_hangs(plain_lab, daemon, tmp_path):
     its bound and writes reachability_up 0 with none of the last values; once the daemon
     answers again, its metrics are back. (It once kept reachability_up 1 with a fresh time
     for as long as the hang lasted.)"""
-    path = tmp_path / "reachability.prom"
-    log = tmp_path / "reachctl.log"
     # --liveness 2: a heartbeat every 2 s, each asking the service within 1 s.
-    process = harness.Process("reachctl", [REACHCTL, "metrics", "--textfile", path, "--liveness", "2"], log,
-                              env=reachctl_env(plain_lab))
-
-    def describe():
-        text = path.read_text() if path.exists() else "(no file)"
-        return f"file:\n{text}\nreachctl log:\n{harness.tail(log, 40)}\n{daemon.log_text()[-2000:]}"
-
-    def up():
-        return samples(path.read_text(), "reachability_up") if path.exists() else {}
-
+    writer = TextfileWriter(plain_lab, daemon, tmp_path, "--liveness", "2")
+    path, describe = writer.path, writer.describe
     stopped = False
     try:
-        harness.wait_until(lambda: up() == {"": 1} or not process.running, harness.CHANGE_TIMEOUT,
-                           "the textfile with reachability_up 1", describe, poll=0.05)
-        assert process.running, describe()
+        writer.wait_up(1, "the textfile with reachability_up 1")
         os.kill(daemon.pid, signal.SIGSTOP)
         stopped = True
         # The bound: one heartbeat (2 s) and its question's timeout (1 s), with room.
-        harness.wait_until(lambda: up() == {"": 0}, 6, "reachability_up 0 while the daemon hangs", describe,
-                           poll=0.05)
+        writer.wait_up(0, "reachability_up 0 while the daemon hangs", 6)
         assert not samples(path.read_text(), "reachability_target_reachable"), describe()
-        assert "did not answer" in log.read_text(), describe()
-        assert process.running, describe()
+        assert "did not answer" in writer.log.read_text(), describe()
         os.kill(daemon.pid, signal.SIGCONT)
         stopped = False
-        harness.wait_until(lambda: up() == {"": 1}, 6, "reachability_up 1 once it answers again", describe,
-                           poll=0.05)
+        writer.wait_up(1, "reachability_up 1 once it answers again", 6)
         assert samples(path.read_text(), "reachability_target_reachable"), describe()
     finally:
         if stopped:
             os.kill(daemon.pid, signal.SIGCONT)
-        status = process.stop()
+        status = writer.process.stop()
     assert status in (0, -signal.SIGTERM), describe()
 
 
