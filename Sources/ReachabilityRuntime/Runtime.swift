@@ -118,11 +118,15 @@ package final class Runtime {
     /// The bus can start the service but it is not running: it is started now, so that a
     /// start that fails (a masked or removed unit, a start that fails or hangs) leaves this
     /// caller answering in-process rather than failing, or waiting for nothing
-    /// (`reachctl wait` for `reachability-wait@`). Bounded by `answerBound`.
+    /// (`reachctl wait` for `reachability-wait@`). Bounded by `startBound`: a start that fails
+    /// is answered at once (a masked unit, a program that exits), one that hangs at most that
+    /// long; a daemon that starts slowly (it waits up to 5 s for NetworkManager's first answer)
+    /// is still waited for, so that this process shares the service rather than answering
+    /// in-process for its life.
     private static func startService(of daemon: DaemonBackend, logger: Logger,
                                      _ done: @escaping (Result<ReachabilityMode, ReachabilityError>) -> Void) {
         daemon.driver("StartServiceByName", [.string(ServiceNames.busName), .uint32(0)],
-                      timeoutMilliseconds: Int32(answerBound)) { result in
+                      timeoutMilliseconds: Int32(startBound)) { result in
             switch result {
             case .success:
                 checkNamespace(of: daemon, requested: nil, logger: logger, done)
@@ -135,9 +139,11 @@ package final class Runtime {
         }
     }
 
-    /// How long the choice waits for the service (to start, or to answer its first call), in
+    /// How long the choice waits for a running service to answer its first call, in
     /// milliseconds: past it, a caller that did not ask for the daemon answers in-process.
     package static let answerBound: UInt32 = 3000
+    /// How long the choice waits for the bus to start the service, in milliseconds.
+    package static let startBound: UInt32 = 15_000
 
     /// The daemon answers for its own network namespace (`Manager.NetworkNamespace`): a process
     /// in another (a container given the host's bus socket) answers in-process instead, for its
