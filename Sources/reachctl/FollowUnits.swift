@@ -53,7 +53,7 @@ struct FollowUnits: AsyncParsableCommand {
         return named.flatMap { $0.split(separator: ":").first.map(String.init) } ?? "/run/reachabilityd-units"
     }()
 
-    /// Creates or removes a target's condition file; a failure is said once per change.
+    /// Creates or removes a target's condition file; tried (and a failure said) once per change.
     static func setCondition(_ file: String, _ holds: Bool) {
         let path = conditionDirectory + "/" + file
         if holds {
@@ -77,6 +77,8 @@ struct FollowUnits: AsyncParsableCommand {
             var debounces: [UnitDebounce]
             var latest: ReachabilityState?
             var timerArmed = false
+            /// What each target's condition file was last set to (`nil`: not yet).
+            var conditions: [Bool?] = FollowUnits.units.map { _ in nil }
         }
 
         private let state: Mutex<State>
@@ -109,7 +111,7 @@ struct FollowUnits: AsyncParsableCommand {
             var clock = timespec()
             clock_gettime(CLOCK_MONOTONIC, &clock)
             let now = Int64(clock.tv_sec) * 1_000_000 + Int64(clock.tv_nsec) / 1000
-            let (actions, latest, deadline, met) = state.withLock { state in
+            let (actions, latest, deadline, conditions) = state.withLock { state in
                 let latest = state.latest ?? .unknown
                 var actions: [UnitDebounce.Action] = []
                 let met = FollowUnits.units.map { $0.condition.isMet(by: latest) }
@@ -118,11 +120,16 @@ struct FollowUnits: AsyncParsableCommand {
                 }
                 var deadline = state.debounces.compactMap(\.deadline).min()
                 if state.timerArmed { deadline = nil } else if deadline != nil { state.timerArmed = true }
-                return (actions, latest, deadline, met)
+                // Only the conditions that changed since they were last written.
+                let conditions = met.indices.map { state.conditions[$0] == met[$0] ? nil : met[$0] }
+                state.conditions = met
+                return (actions, latest, deadline, conditions)
             }
             // The condition files follow the condition at once, without the debounce: nothing
             // else starts a target while its condition fails, even before this stops it.
-            for (unit, holds) in zip(FollowUnits.units, met) { FollowUnits.setCondition(unit.file, holds) }
+            for (unit, holds) in zip(FollowUnits.units, conditions) {
+                if let holds { FollowUnits.setCondition(unit.file, holds) }
+            }
             for (unit, action) in zip(FollowUnits.units, actions) {
                 switch action {
                 case .start:
