@@ -35,8 +35,7 @@ public final class ServiceManager {
     public func notify(_ state: String) -> Bool {
         guard let socketPath else { return false }
         if fd < 0 {
-            fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-                        | Int32(SOCK_NONBLOCK.rawValue), 0)
+            fd = UnixDatagram.openSocket()
             guard fd >= 0 else { return false }
         }
         return UnixDatagram.send(Array(state.utf8), to: socketPath, over: fd) == 0

@@ -118,6 +118,12 @@ extension SystemLog {
 /// Datagrams to a local socket named by its path (the journal's, `/dev/log`, the service
 /// manager's `NOTIFY_SOCKET`), the one place that builds its address.
 enum UnixDatagram {
+    /// A non-blocking, close-on-exec datagram socket of `AF_UNIX` (-1 when none can be had).
+    /// Wraps `socket(2)`.
+    static func openSocket() -> Int32 {
+        socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+    }
+
     /// Sends `datagram` over `fd` (a datagram socket of `AF_UNIX`) to `path`; a path that
     /// starts with `@` names an abstract socket (systemd's notation). Returns 0 when sent,
     /// else the error number (`EINVAL` for a path too long). Wraps `sendto(2)`.

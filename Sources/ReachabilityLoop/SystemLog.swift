@@ -109,10 +109,7 @@ public final class SystemLog: Sendable {
     /// A non-blocking datagram socket, made on first use and kept until the target changes.
     func datagramSocket() -> Int32 {
         output.withLock { output in
-            if output.socket < 0 {
-                output.socket = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-                                       | Int32(SOCK_NONBLOCK.rawValue), 0)
-            }
+            if output.socket < 0 { output.socket = UnixDatagram.openSocket() }
             return output.socket
         }
     }
