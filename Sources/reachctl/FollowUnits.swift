@@ -17,15 +17,15 @@ struct FollowUnits: AsyncParsableCommand {
         abstract: "Start and stop reachability-online.target and reachability-unmetered.target as the internet comes and goes.",
         discussion: """
             What reachabilityd-units.service runs (as root: systemd lets only root, or whom \
-            polkit allows, start units). A target is started as soon as its condition holds — \
-            the internet reachable; reachable and not metered — and stopped once it has failed \
+            polkit allows, start units). A target is started as soon as its condition holds \
+            (the internet reachable; reachable and not metered), and stopped once it has failed \
             for --stop-delay seconds without a break, so that a link that blinks does not stop \
             what is bound to it. Runs until stopped.
             """)
 
     @OptionGroup var options: CommonOptions
 
-    @Option(name: .customLong("stop-delay"), help: ArgumentHelp("Seconds a condition must fail before its target is stopped.",
+    @Option(name: .customLong("stop-delay"), parsing: .unconditional, help: ArgumentHelp("Seconds a condition must fail before its target is stopped.",
                                                                 valueName: "seconds"))
     var stopDelay: Double = 2
 
@@ -145,7 +145,7 @@ struct FollowUnits: AsyncParsableCommand {
             }
             if let deadline {
                 let wait = max(0, deadline - now)
-                DispatchQueue.main.asyncAfter(deadline: .now() + .microseconds(Int(wait))) { [self] in
+                _ = LoopTimer.after(seconds: Double(wait) / 1_000_000, on: .main) { [self] in
                     state.withLock { $0.timerArmed = false }
                     evaluate()
                 }
@@ -156,7 +156,7 @@ struct FollowUnits: AsyncParsableCommand {
         /// refusal is said on standard error (the journal), and the next change asks again.
         private static func ask(_ method: String, _ unit: String) {
             // On the main queue, as every task of reachctl's (see `MainQueueExecutor`).
-            Task(executorPreference: MainQueueExecutor()) {
+            MainQueueExecutor.start {
                 if let error = await SystemdUnits.call(method, unit: unit) {
                     Output.error("\(method) \(unit): \(error)")
                 }

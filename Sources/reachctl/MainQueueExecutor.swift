@@ -14,4 +14,16 @@ final class MainQueueExecutor: TaskExecutor {
         let executor = asUnownedTaskExecutor()
         DispatchQueue.main.async { job.runSynchronously(on: executor) }
     }
+
+    /// Starts `body` in a task on the main queue, at the default priority. Not the main
+    /// thread's: on Linux that is `userInitiated`, which every task started there inherits,
+    /// and the first job of such a task that goes to libdispatch's pool (a child's, a
+    /// library's) has its worker thread reniced below 0 — which an unprivileged process, or
+    /// a unit without CAP_SYS_NICE, may not do: libdispatch then logs "Failed to set thread
+    /// priority for worker thread … errno=13" to syslog, so into the journal of every unit
+    /// that runs reachctl.
+    @discardableResult
+    static func start(_ body: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+        Task(executorPreference: MainQueueExecutor(), priority: .medium) { await body() }
+    }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Glibc
+import ReachabilityRuntime
 import ReachabilitydClientCore
 import Synchronization
 
@@ -25,7 +26,7 @@ struct Metrics: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Keep FILE up to date instead of printing once.", valueName: "FILE"))
     var textfile: String?
 
-    @Option(name: .long, help: ArgumentHelp(
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp(
         "With --textfile: rewrite FILE at least this often, with the time in "
             + "reachctl_textfile_updated_timestamp_seconds, so that its age tells a stopped writer from "
             + "a quiet network (the daemon is not asked again).", valueName: "SECONDS"))
@@ -47,19 +48,17 @@ struct Metrics: AsyncParsableCommand {
             return
         }
         let writer = TextFileWriter(path: textfile)
-        // The writer's own heartbeat, from a timer on the main queue (where this command's
-        // tasks run: no thread pool is started): the live service is asked for its metrics
+        // The writer's own heartbeat, from a timer handing over to the main queue (where this
+        // command's tasks run: no thread pool is started; the timer is the runtime's loop's,
+        // see `LoopTimer`): the live service is asked for its metrics
         // (bounded by `askTimeout`), so that a hung service — one that holds its name but no
         // longer answers — is written as reachability_up 0, not repeated as if fresh; then the
         // file is rewritten with the time. The daemon itself never wakes on a timer: this
         // opt-in writer asks it once per --liveness.
         let ask = Self.askTimeout(liveness: liveness)
-        let heartbeat = DispatchSource.makeTimerSource(queue: .main)
-        heartbeat.schedule(deadline: .now() + .seconds(liveness), repeating: .seconds(liveness), leeway: .seconds(1))
-        heartbeat.setEventHandler {
-            Task(executorPreference: MainQueueExecutor()) { await writer.beat(askingWithin: ask) }
+        let heartbeat = LoopTimer.every(seconds: UInt32(liveness), on: .main) {
+            MainQueueExecutor.start { await writer.beat(askingWithin: ask) }
         }
-        heartbeat.resume()
         defer { heartbeat.cancel() }
         // An empty text: the daemon left the bus (stopped, or failed). The file then says so
         // (reachability_up 0, no target's last values), until it is back.

@@ -36,7 +36,7 @@ struct Reachctl: AsyncParsableCommand {
     /// Runs the command in a task whose jobs all run on the main queue (see
     /// `MainQueueExecutor`); the process ends when the command does.
     static func main() {
-        Task(executorPreference: MainQueueExecutor()) {
+        MainQueueExecutor.start {
             await runCommand()
             Glibc.exit(ExitStatus.reachable)
         }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Glibc
 import ReachabilityCore
+import ReachabilityRuntime
 import ReachabilitydClientCore
 import Synchronization
 
@@ -46,7 +47,9 @@ struct Wait: AsyncParsableCommand {
     @Flag(help: "With full connectivity (NetworkManager's check), not only a route.")
     var full = false
 
-    @Option(help: ArgumentHelp("Give up after this long (0: wait forever).", valueName: "seconds"))
+    // .unconditional: `--timeout -1` is a value to refuse by its range, not a missing one.
+    @Option(parsing: .unconditional,
+            help: ArgumentHelp("Give up after this long (0: wait forever).", valueName: "seconds"))
     var timeout: Double = 30
 
     @Flag(name: [.customShort("q"), .customLong("quiet")], help: "Print nothing; the exit status says it.")
@@ -70,10 +73,10 @@ struct Wait: AsyncParsableCommand {
         }
         let board = Board(managers: managers, condition: condition, any: any, json: options.json, quiet: quiet)
         if timeout > 0 {
-            // One timer on the main queue, where everything else runs: the only wake-up
-            // that is not a change.
+            // One timer, handing over to the main queue, where everything else runs: the only
+            // wake-up that is not a change (on the runtime's loop: see `LoopTimer`).
             let seconds = timeout
-            DispatchQueue.main.asyncAfter(deadline: .now() + seconds) { board.timedOut(after: seconds) }
+            _ = LoopTimer.after(seconds: seconds, on: .main) { board.timedOut(after: seconds) }
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in managers.indices {

@@ -134,10 +134,28 @@ def test_wait_returns_when_the_carrier_comes_back_without_waking_meanwhile(kerne
 def test_wait_refuses_bad_targets_and_options(kernel_lab):
     online_kernel_lab(kernel_lab)
     for args, word in ((["bad..name"], "is empty"), (["https://example.com/"], "is a URL"),
-                       (["--timeout", "-1"], "--timeout"), (["--timeout", "soon"], "timeout")):
+                       (["--timeout", "-1"], "from 0 (forever) to a year, not -1"),
+                       (["--timeout", "soon"], "timeout")):
         status, out, err, _ = run_wait(kernel_lab, *args)
         assert status == 2, f"{args}: exit {status}\n{err}"
         assert word in err, f"{args}: {err}"
+
+
+def test_reachctl_as_an_unprivileged_user_logs_nothing_of_thread_priorities(kernel_lab):
+    """As units run it (a user without CAP_SYS_NICE), reachctl asks libdispatch for no
+    thread above the default priority: libdispatch would renice the thread, be refused, and
+    log "Failed to set thread priority" into the unit's journal: its timers (the wait's timeout
+    here) ran on libdispatch's manager thread, which it starts at the user-interactive quality of
+    service. LIBDISPATCH_LOG=stderr puts libdispatch's log on standard error (it said so before,
+    for both commands)."""
+    online_kernel_lab(kernel_lab)
+    for args in (["wait", "--no-daemon", "-6", "--timeout", "1"], ["--no-daemon", "status"]):
+        argv = in_kernel_lab(kernel_lab, ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                          BIN / "reachctl", *args])
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                              env=dict(client_env(kernel_lab), LIBDISPATCH_LOG="stderr"))
+        assert done.returncode in (0, 1), f"{args}: exit {done.returncode}\n{done.stderr}"
+        assert "Failed to set thread priority" not in done.stderr, f"{args}: {done.stderr}"
 
 
 def test_wait_full_and_unmetered_with_networkmanager(nm_lab):
