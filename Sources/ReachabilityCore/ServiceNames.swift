@@ -10,7 +10,7 @@ public enum ServiceNames {
     public static let metricsInterface = Contract.Metrics.interfaceName
     /// The object with the Path interface, while a client holds it (`WatchPath`).
     public static let pathPath = "/io/github/reachabilityd/Reachability1/path"
-    public static let version = "0.1.0"
+    public static let version = "0.2.0"
 
     /// The service's own D-Bus error names.
     public enum Error {
