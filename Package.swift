@@ -24,8 +24,11 @@ let package = Package(
         // the client library's to the application's logger. `InMemoryLogging` for tests only.
         .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
         // The service's instruments (swift-metrics' CoreMetrics API, without Foundation) and
-        // their Prometheus text (swift-prometheus, linked by the daemon only).
-        .package(url: "https://github.com/apple/swift-metrics", exact: "2.13.0"),
+        // their Prometheus text (swift-prometheus, linked by the daemon only). The URL as
+        // swift-prometheus spells it (".git"): two spellings of one package are two
+        // locations of one identity, which SwiftPM warns of where mirrors are set (the
+        // source package's vendored build) and will refuse.
+        .package(url: "https://github.com/apple/swift-metrics.git", exact: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
     ],
     targets: [

@@ -5,6 +5,8 @@ scripts. What the scripts do is tried in a container in test_systemd.py.
 * ``LICENSE`` is the Apache License 2.0, word for word (Debian's copy, where there is
   one); ``debian/copyright`` is machine-readable (DEP-5) and names it, with the pointer to
   ``/usr/share/common-licenses/Apache-2.0``.
+* The GIO module is a package of its own, which the daemon's only suggests (it changes every
+  GLib program's network monitor).
 * NetworkManager is suggested, never recommended or depended on: the service works
   without it, and apt installs recommendations.
 * ``preinst`` makes the same users as ``debian/reachabilityd.sysusers`` (it makes them
@@ -66,12 +68,54 @@ def test_copyright_is_dep5_and_names_the_license():
     assert "/usr/share/common-licenses/Apache-2.0" in licenses.get("Apache-2.0", ""), licenses
     assert "UNSTATED" not in (DEBIAN / "copyright").read_text()
 
+    # A stanza per origin: each Swift dependency (Package.swift's, and what they bring: the
+    # checkouts of a build) under vendor/, with a licence paragraph for each licence named, the
+    # NOTICE files the Apache License asks to be carried, and what the toolchain adds to the
+    # binaries (its runtime, and ICU in libreachability-sc1).
+    stanzas = {p["Files"]: p for p in files}
+    dependencies = set(re.findall(r'\.package\(url: "[^"]*/([^/"]+?)(?:\.git)?"', (REPO / "Package.swift").read_text()))
+    checkouts = REPO / ".build" / "checkouts"
+    if checkouts.is_dir():
+        dependencies |= {d.name for d in checkouts.iterdir() if d.is_dir()}
+    assert dependencies, "no dependency found in Package.swift"
+    text = (DEBIAN / "copyright").read_text()
+    for name in sorted(dependencies):
+        stanza = stanzas.get(f"vendor/{name}/*")
+        assert stanza and stanza["Copyright"], f"no Files: vendor/{name}/* stanza in debian/copyright"
+        assert stanza["License"] in licenses, f"{name}: no paragraph for {stanza['License']}"
+        notice = checkouts / name / "NOTICE.txt"
+        if notice.exists():
+            first = next(line.strip() for line in notice.read_text().splitlines() if line.startswith("Copyright"))
+            assert first in text, f"{name}'s NOTICE.txt ({first!r}) is not carried in debian/copyright"
+    for name in header["License"].split(" and "):
+        assert name in licenses, f"the header's {name} has no licence paragraph"
+    assert "lib_FoundationICU.so" in header.get("Comment", "") and "Unicode-3.0" in licenses, header
+
 
 def test_networkmanager_is_only_suggested():
     _, binary = paragraphs(DEBIAN / "control")[:2]
     for field in ("Depends", "Pre-Depends", "Recommends"):
         assert "network-manager" not in binary.get(field, ""), f"{field}: {binary.get(field)}"
     assert "network-manager" in binary.get("Suggests", ""), binary
+
+
+def test_the_gio_module_is_a_package_of_its_own():
+    """Installing the service does not change every GLib program's network monitor: the GIO
+    module is reachabilityd-gio-module's (which depends on the service, takes the file over
+    from the daemon's package before 0.2.0, and is only suggested by it), and no file of the
+    daemon's package lies in GIO's module directory."""
+    packages = {p["Package"]: p for p in paragraphs(DEBIAN / "control")[1:]}
+    module = packages.get("reachabilityd-gio-module")
+    assert module, f"no reachabilityd-gio-module in debian/control: {sorted(packages)}"
+    assert "reachabilityd (= ${binary:Version})" in module["Depends"], module["Depends"]
+    for field in ("Breaks", "Replaces"):
+        assert "reachabilityd (<< 0.2.0)" in module.get(field, ""), f"{field}: {module.get(field)}"
+    daemon = packages["reachabilityd"]
+    for field in ("Depends", "Pre-Depends", "Recommends"):
+        assert "gio-module" not in daemon.get(field, ""), f"reachabilityd {field}: {daemon.get(field)}"
+    assert "reachabilityd-gio-module" in daemon.get("Suggests", ""), daemon
+    assert "gio" not in (DEBIAN / "reachabilityd.install").read_text()
+    assert (DEBIAN / "reachabilityd-gio-module.install").read_text().split() == ["usr/lib/*/gio"]
 
 
 def users(text: str) -> list:
@@ -310,3 +354,47 @@ def test_maintainer_scripts_stop_disable_and_restart_the_right_units(tmp_path):
     inside.write_text(STOPPED_FILE)
     scripts.run("postrm", "remove", dpkg_root=root)
     assert not inside.exists(), "postrm remove with DPKG_ROOT left the writer's file under it"
+
+
+def changelog_versions(text: str) -> list:
+    """(version, change lines) of each entry of a debian/changelog, newest first."""
+    entries = []
+    for block in re.split(r"^(?=reachabilityd \()", text, flags=re.M):
+        header = re.match(r"reachabilityd \(([^)]+)\)", block)
+        if header:
+            entries.append((header.group(1), re.findall(r"^  \* ", block, flags=re.M)))
+    return entries
+
+
+def newer(version: str, than: str) -> bool:
+    return subprocess.run(["dpkg", "--compare-versions", version, "gt", than], check=False).returncode == 0
+
+
+def test_the_version_moves_forward_and_says_what_changed():
+    """apt offers a build as an upgrade only when its version is greater: the package's version
+    (debian/changelog's first entry) is the service's own (ServiceNames.version: what
+    ``reachabilityd --version``, the Manager's Version property and the pkg-config file say),
+    every entry says what changed and is newer than the one below it, and, in a git checkout,
+    the first entry is newer than every version an earlier debian/changelog was released as."""
+    need([] if harness.tool("dpkg") else ["the dpkg command"])
+    entries = changelog_versions((DEBIAN / "changelog").read_text())
+    assert len(entries) >= 2, f"debian/changelog has no entry below {entries}: no release after the first"
+    version = entries[0][0]
+    service = re.search(r'static let version = "([^"]+)"',
+                        (REPO / "Sources/ReachabilityCore/ServiceNames.swift").read_text()).group(1)
+    assert version.split("-")[0] == service, f"debian/changelog says {version}, ServiceNames.version {service}"
+    for (upper, changes), (lower, _) in zip(entries, entries[1:]):
+        assert changes, f"the entry of {upper} names no change"
+        assert newer(upper, lower), f"{upper} is not newer than the entry below it, {lower}"
+    if not (REPO / ".git").exists() or harness.tool("git") is None:
+        return
+    commits = subprocess.run(["git", "log", "--format=%H", "--", "debian/changelog"], cwd=REPO,
+                             capture_output=True, text=True, check=True).stdout.split()
+    released = set()
+    for commit in commits:
+        shown = subprocess.run(["git", "show", f"{commit}:debian/changelog"], cwd=REPO,
+                               capture_output=True, text=True, check=False)
+        if shown.returncode == 0 and changelog_versions(shown.stdout):
+            released.add(changelog_versions(shown.stdout)[0][0])
+    older = sorted(v for v in released if v != version)
+    assert all(newer(version, v) for v in older), f"{version} is not newer than every released version: {older}"
