@@ -4,7 +4,7 @@
 The plugin ends every page with ``.Sh "EXIT STATUS"`` and ``.Ex -std`` ("exits 0 on success, and >0
 if an error occurs"), which contradicts reachctl's own codes (1 means "not reachable", not an
 error), and it writes no FILES or SEE ALSO. This replaces the one and adds the others, before
-AUTHORS. Run by docs/generate.sh; idempotent.
+AUTHORS. Also tidies what mdoc warns of (``tidied``). Run by docs/generate.sh; idempotent.
 
     docs/man-sections.py docs/man/reachctl.1
 """
@@ -59,7 +59,24 @@ SEE_ALSO = """.Sh "SEE ALSO"
 """
 
 
+def tidied(page: str) -> str:
+    """What mdoc and apropos object to in the plugin's page: an empty input line (mdoc warns;
+    the plugin writes one between a discussion's paragraphs) becomes ``.Pp``, and the
+    description (``.Nd``, which apropos and whatis show) loses its quotes and full stop."""
+    lines = []
+    for line in page.split("\n"):
+        if line.startswith(".Nd "):
+            line = ".Nd " + line[4:].strip().strip('"').rstrip(".")
+        if line == "" and lines and lines[-1] != ".Pp":
+            line = ".Pp"
+        lines.append(line)
+    while lines and lines[-1] in ("", ".Pp"):
+        lines.pop()
+    return "\n".join(lines) + "\n"
+
+
 def fixed(page: str) -> str:
+    page = tidied(page)
     if '.Sh "SEE ALSO"' in page:
         return page
     generated = '.Sh "EXIT STATUS"\n.Ex -std\n'

@@ -13,6 +13,7 @@ import sys
 import xml.etree.ElementTree as ElementTree
 
 import harness
+from conftest import need
 
 REPO = harness.REPO
 PAGES = REPO / "docs" / "man"
@@ -112,3 +113,23 @@ def test_prose_pointers_name_headings_that_exist():
                 elif _fold(title) not in headings[page]:
                     wrong.append(f"{name}: {match.group(0)!r}: {page} has no heading {title!r}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_man_pages_render_without_warnings_and_lose_no_words():
+    """Each page as ``man --warnings`` renders it at 80 columns says nothing (groff's mdoc and
+    man warnings: empty input lines, lines it cannot adjust); reachctl(1)'s description, which
+    apropos and whatis show, has no quotes and no full stop; and no text line of it has two
+    spaces where a character the generator could not write (an em-dash) was dropped."""
+    man = harness.tool("man")
+    need([] if man else ["the man command (man-db)"])
+    for page in sorted(PAGES.iterdir()):
+        done = subprocess.run([man, "--warnings", "-E", "UTF-8", "-l", str(page)], capture_output=True,
+                              text=True, env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "MANWIDTH": "80"},
+                              check=False)
+        assert done.returncode == 0 and done.stdout, f"{page.name}: man failed: {done.stderr}"
+        assert done.stderr == "", f"{page.name}: {done.stderr}"
+    reachctl = (PAGES / "reachctl.1").read_text().splitlines()
+    [description] = [line for line in reachctl if line.startswith(".Nd ")]
+    assert '"' not in description and not description.endswith("."), description
+    dropped = [line for line in reachctl if not line.startswith((".", " ")) and "  " in line]
+    assert not dropped, f"text with a dropped character: {dropped}"
