@@ -1,4 +1,6 @@
-import Dispatch
+// Re-exported, as Apple's Network does: code that imports Network alone names
+// DispatchQueue for `start(queue:)`.
+@_exported import Dispatch
 import ReachabilityRuntime
 import ReachabilityCore
 
