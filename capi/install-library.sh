@@ -42,7 +42,7 @@ abi=1.0.0
 major=${abi%%.*}
 name=libreachability-sc.so
 root=$destdir
-headers=(SystemConfiguration.h SCBase.h SCNetworkReachability.h)
+headers=(SystemConfiguration.h SCBase.h SCNetwork.h SCNetworkReachability.h)
 
 if $uninstall; then
     rm -fv "$root$libdir/$name" "$root$libdir/$name.$major" "$root$libdir/$name.$major".* \

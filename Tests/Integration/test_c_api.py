@@ -90,6 +90,34 @@ def test_the_header_compiles_alone(installed, compiler):
     compile_header(installed, compiler)
 
 
+# As code written for Apple's header uses it, with that header alone: Core Foundation's umbrella
+# brings <stdlib.h> and <string.h> (and Darwin's <string.h> <strings.h>), so such code calls
+# bzero, malloc and free with no include of its own; and it tests the flags' old names.
+AS_WRITTEN = """#include <SystemConfiguration/SystemConfiguration.h>
+int main(void) {
+    struct sockaddr_in zero;
+    bzero(&zero, sizeof(zero));
+    memset(&zero, 0, sizeof(zero));
+    SCNetworkConnectionFlags *old = malloc(sizeof *old);
+    if (old == NULL) return 1;
+    *old = kSCNetworkFlagsReachable | kSCNetworkFlagsIsDirect;
+    int same = (*old & kSCNetworkFlagsReachable) == kSCNetworkReachabilityFlagsReachable
+        && (uint32_t)kSCNetworkFlagsConnectionAutomatic == (uint32_t)kSCNetworkReachabilityFlagsConnectionOnTraffic
+        && (uint32_t)kSCNetworkFlagsIsLocalAddress == (uint32_t)kSCNetworkReachabilityFlagsIsLocalAddress;
+    free(old);
+    return same ? 0 : 1;
+}
+"""
+
+
+@pytest.mark.parametrize("compiler", [["gcc", "-x", "c", "-std=gnu11"], ["clang", "-x", "c", "-std=gnu11"],
+                                      ["g++", "-x", "c++", "-std=gnu++17"]])
+def test_code_as_written_for_apples_header(installed, compiler):
+    if shutil.which(compiler[0]) is None:
+        pytest.fail(f"{compiler[0]} is not installed (the Swift toolchain brings clang; gcc is in test-all.sh)")
+    compile_header(installed, compiler, AS_WRITTEN.replace("= malloc", "= (SCNetworkConnectionFlags *)malloc"))
+
+
 def test_the_header_with_the_toolchains_core_foundation_and_dispatch(installed):
     """clang -fblocks -DSC_USE_SYSTEM_HEADERS: the toolchain's CFRunLoop.h and dispatch.h, with ours."""
     swift_include = subprocess.run(["pkg-config", "--variable=swiftincludedir", "reachability-sc"],

@@ -17,6 +17,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+/* What Apple's <CoreFoundation/CoreFoundation.h> brings with it and code written for it
+ * uses without an include of its own (malloc, free, memset, bzero). */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 

@@ -4,7 +4,9 @@
  * in the calling process). Link with `pkg-config --cflags --libs reachability-sc`.
  *
  * As Apple's header, it brings sockets (struct sockaddr_in, AF_INET), Core Foundation
- * and dispatch. The toolchain's own <CoreFoundation/CoreFoundation.h> and
+ * and dispatch, the C library headers Core Foundation's umbrella brings (<stdlib.h>,
+ * <string.h>, <strings.h>: malloc, free, memset, bzero), and the flags' old names
+ * (SCNetwork.h). The toolchain's own <CoreFoundation/CoreFoundation.h> and
  * <dispatch/dispatch.h> compile with clang and -fblocks only; where they are not
  * usable this header declares the part of them C programs need (opaque CFTypeRef,
  * CFRunLoopRef, CFStringRef, dispatch_queue_t and the functions on them). See
@@ -14,6 +16,7 @@
 #define REACHABILITY_SYSTEMCONFIGURATION_H
 
 #include <SystemConfiguration/SCBase.h>
+#include <SystemConfiguration/SCNetwork.h>
 #include <SystemConfiguration/SCNetworkReachability.h>
 
 #ifdef __cplusplus
