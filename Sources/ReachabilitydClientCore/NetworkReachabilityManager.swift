@@ -88,6 +88,10 @@ open class NetworkReachabilityManager: @unchecked Sendable {
 
     private struct Listening {
         let subscription: Subscription<FeedKey>
+        /// For a name, until its first answer: what `flags` and `status` read meanwhile (the
+        /// internet's, `readWithoutLookup`), so that the listener hears every change of what
+        /// they say, not only those after the name is looked up.
+        var beforeAnswer: Subscription<FeedKey>?
         let queue: DispatchQueue
         let listener: Listener
         var previousStatus: NetworkReachabilityStatus?
@@ -227,11 +231,20 @@ open class NetworkReachabilityManager: @unchecked Sendable {
         // read before listening (a name's without a lookup), handed to `reachabilityQueue`
         // before the subscription starts, so it is the listener's first call.
         let atStart = flags
-        listening.withLock { $0 = Listening(subscription: subscription, queue: queue, listener: listener) }
+        let beforeAnswer = key.readWithoutLookup == key ? nil
+            : Subscription(key.readWithoutLookup, mode: requestedMode, on: reachabilityQueue) { [weak self] result in
+                if case .success(let state) = result { self?.notifyBeforeAnswer(state, id: id) }
+            }
+        listening.withLock {
+            $0 = Listening(subscription: subscription, beforeAnswer: beforeAnswer, queue: queue, listener: listener)
+        }
         if let atStart {
             reachabilityQueue.async { [weak self] in self?.notifyAtStart(atStart, id: id) }
         }
-        guard let failure = subscription.startAndWait() else { return true }
+        guard let failure = subscription.startAndWait() else {
+            beforeAnswer?.start()
+            return true
+        }
         error.withLock { $0 = failure }
         stopListening()
         return false
@@ -239,13 +252,13 @@ open class NetworkReachabilityManager: @unchecked Sendable {
 
     /// Stops the listener; the daemon's target is released once nobody in this process watches it.
     open func stopListening() {
-        let subscription = listening.withLock { state -> Subscription<FeedKey>? in
+        let subscriptions = listening.withLock { state -> [Subscription<FeedKey>] in
             defer { state = nil }
-            return state?.subscription
+            return [state?.subscription, state?.beforeAnswer].compactMap { $0 }
         }
-        // The runtime lets it go later, not inline: from `deinit` this may run on the loop thread
+        // The runtime lets them go later, not inline: from `deinit` this may run on the loop thread
         // in the middle of delivering an update to the very feed it would close.
-        subscription?.cancel()
+        for subscription in subscriptions { subscription.cancel() }
     }
 
     /// The listener's call at `startListening` (the first; later answers that repeat it are not).
@@ -259,15 +272,31 @@ open class NetworkReachabilityManager: @unchecked Sendable {
         }
     }
 
+    /// The target's own answer; the first one ends `beforeAnswer`.
     private func notify(_ state: ReachabilityState, id: Int) {
-        listening.withLock { listening in
-            guard listening?.subscription.id == id else { return }
-            let status = NetworkReachabilityStatus(state.status)
-            guard listening!.previousStatus != status else { return }
-            listening!.previousStatus = status
-            let listener = listening!.listener
-            listening!.queue.async { listener(status) }
+        let beforeAnswer = listening.withLock { listening -> Subscription<FeedKey>? in
+            guard listening?.subscription.id == id else { return nil }
+            defer { listening!.beforeAnswer = nil }
+            tell(NetworkReachabilityStatus(state.status), &listening!)
+            return listening!.beforeAnswer
         }
+        beforeAnswer?.cancel()
+    }
+
+    /// The internet's answer, for a name not answered yet (what `status` reads meanwhile).
+    private func notifyBeforeAnswer(_ state: ReachabilityState, id: Int) {
+        listening.withLock { listening in
+            guard listening?.subscription.id == id, listening!.subscription.latest == nil else { return }
+            tell(NetworkReachabilityStatus(state.status), &listening!)
+        }
+    }
+
+    /// Calls the listener with `status` unless it was the last one it heard.
+    private func tell(_ status: NetworkReachabilityStatus, _ listening: inout Listening) {
+        guard listening.previousStatus != status else { return }
+        listening.previousStatus = status
+        let listener = listening.listener
+        listening.queue.async { listener(status) }
     }
 
     // MARK: Async

@@ -418,6 +418,28 @@ def test_library_listener_release_and_daemon_return(nm_lab, clients):
         recorder.close()
 
 
+def test_a_name_listener_hears_what_status_says_before_the_name_is_answered(nm_lab, clients):
+    """Alamofire's manager for a name whose lookup has no answer yet (the name server stopped):
+    ``status`` and ``flags`` read the internet's meanwhile (as Apple's and Alamofire's do), so the
+    listener is told each change of them, within 3 s of a carrier flap, long before the lookup
+    could end (the resolver waits 5 s for a server). Once ``status`` changed and the listener
+    heard nothing until the name's own first answer."""
+    lab = start_kernel_daemon(nm_lab)
+    pid = lab.dnsmasq.process.pid
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        app = clients(lab, [BIN / "reachability-example", "--daemon", SOMEHOST[0]], "example")
+        assert app.next_line("the mode") == "mode daemon"
+        assert app.next_line("the current status") == "status reachable-ethernetOrWiFi flags 2", app.lines
+        lab.set_carrier(False)
+        assert app.next_line("the carrier's loss, the name not answered", timeout=3) == "status notReachable flags 0"
+        lab.set_carrier(True)
+        assert app.next_line("the carrier's return, the name not answered", timeout=3) == \
+            "status reachable-ethernetOrWiFi flags 2", app.lines
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
 def test_library_in_process_gives_the_daemons_answers(nm_lab, clients):
     lab = start_daemon(nm_lab)
     for target in (SOMEHOST[0], ROUTED[0], "127.0.0.1", MISSING, None):
