@@ -13,7 +13,11 @@ import ReachabilityLoop
 ///   not yet dispatched are bounded by `maxReceivedDescriptors`: past it libdbus stops
 ///   reading until they are dispatched (`Limits.receivedDescriptors`).
 /// - **Size.** libdbus reads a message whole before anyone sees it (up to the bus's
-///   maximum, 32 MiB); the service's largest argument is a host name. A call whose
+///   maximum: 32 MiB on dbus-daemon, 128 MiB on dbus-broker), and copies it once; the
+///   service's largest argument is a host name. libdbus's own bound on a message's size
+///   (`dbus_connection_set_max_message_size`) would refuse it sooner, but by disconnecting
+///   the service from the bus: any user could then restart it at will. The unit's memory
+///   limits leave room for twice the largest message instead (data/reachabilityd.service). A call whose
 ///   arguments exceed `Limits.argumentBytes` is answered with `InvalidArgs` without being decoded:
 ///   the size is found by walking the message up to that bound, not by copying it.
 extension BusConnection {

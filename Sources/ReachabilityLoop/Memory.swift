@@ -23,8 +23,8 @@ public enum Memory {
     public nonisolated static let mappedFrom: Int32 = 1024 * 1024
 
     /// Makes every allocation of `mappedFrom` or more its own mapping, returned to the kernel
-    /// the moment it is freed: a message of up to 32 MiB that libdbus read whole, and refused,
-    /// then costs nothing once freed. glibc's own threshold starts at 128 KiB but rises to the
+    /// the moment it is freed: a message that libdbus read whole, and refused (up to 32 MiB on
+    /// dbus-daemon, 128 MiB on dbus-broker), then costs nothing once freed. glibc's own threshold starts at 128 KiB but rises to the
     /// size of any mapped block freed (up to 32 MiB), after which such blocks come from the heap
     /// and stay there; setting it once keeps it fixed. Call before anything allocates much.
     /// Wraps `mallopt(M_MMAP_THRESHOLD)`.
