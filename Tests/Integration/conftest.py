@@ -17,7 +17,9 @@ Fixtures: ``plain_lab`` (a private bus without NetworkManager, no root
 needed), ``nm_lab`` (NetworkManager connected, State 70),
 ``nm_lab_without_nm`` (the same namespaces, NetworkManager not started) and
 ``tenant_lab`` and ``tenant_broker_lab`` (the hostile-tenant lab of
-``tenants.py``, on dbus-daemon or on dbus-broker).
+``tenants.py``, on dbus-daemon or on dbus-broker); for the package's tests, once
+per run whichever module asks first: ``deb``, ``gio_deb``, ``library_debs``
+(``packages.py``: built from the source package, offline) and ``broker_deb``.
 """
 
 import os
@@ -162,3 +164,35 @@ def pytest_make_collect_report(collector):  # pylint: disable=unused-argument
     """Under CI, a module skipped at collection time is a failure too."""
     outcome = yield
     _fail_skip_under_ci(outcome.get_result())
+
+
+# --- the Debian packages, once per run (defined here so that every module shares them) ----
+
+
+@pytest.fixture(scope="session")
+def deb():
+    """The reachabilityd .deb (``packages.py``)."""
+    import packages  # pylint: disable=import-outside-toplevel
+    return packages.deb_path()
+
+
+@pytest.fixture(scope="session")
+def gio_deb(deb):  # pylint: disable=redefined-outer-name
+    """The GIO module's package, built with the daemon's."""
+    import packages  # pylint: disable=import-outside-toplevel
+    return packages.beside(deb, packages.GIO_PACKAGE)
+
+
+@pytest.fixture(scope="session")
+def library_debs(deb):  # pylint: disable=redefined-outer-name
+    """The C API's packages, built with the daemon's: {package name: .deb}."""
+    import packages  # pylint: disable=import-outside-toplevel
+    return {name: packages.beside(deb, name) for name in packages.LIBRARY_PACKAGES}
+
+
+@pytest.fixture(scope="session")
+def broker_deb():
+    """dbus-broker's package, fetched once (``container.download_dbus_broker``)."""
+    import container  # pylint: disable=import-outside-toplevel
+    import packages  # pylint: disable=import-outside-toplevel
+    return container.download_dbus_broker(packages.OUT / "dbus-broker")

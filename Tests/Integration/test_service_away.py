@@ -30,8 +30,8 @@ import pytest
 
 import harness
 from conftest import need
-from test_systemd import (LIBRARY_PACKAGES, MONITOR_TEST, REPO, Lines, add_uplink, boot, deb,  # noqa: F401
-                          example_binary, install_deb, library_debs, unit_property)
+from test_systemd import (GIO_PACKAGE, LIBRARY_PACKAGES, MONITOR_TEST, REPO, Lines, add_uplink, boot,
+                          example_binary, install_deb, unit_property)
 
 GIO_MONITOR = "ReachabilitydNetworkMonitor"
 # The module's call bound (gio/monitor.h) and the program's own turn.
@@ -145,9 +145,10 @@ def run_wait(box, reachctl, timeout):
 
 
 @pytest.mark.parametrize("event", ["stop", "masked", "hang", "remove", "purge"])
-def test_no_client_keeps_the_last_word_when_the_service_is_away(request, deb, library_debs, event):  # pylint: disable=redefined-outer-name
+def test_no_client_keeps_the_last_word_when_the_service_is_away(request, deb, gio_deb, library_debs, event):  # pylint: disable=redefined-outer-name
     box = boot(request, "dbus-daemon", None)
     install_deb(box, deb)
+    install_deb(box, gio_deb)
     box.run(["dpkg", "-i", *(str(library_debs[name]) for name in LIBRARY_PACKAGES)], timeout=120)
     add_uplink(box)
     clients = start_clients(request, box)
@@ -170,7 +171,9 @@ def test_no_client_keeps_the_last_word_when_the_service_is_away(request, deb, li
             f"reachctl doctor on a hung service: exit {doctor.returncode}\n{doctor.stdout}{doctor.stderr}"
     else:
         box.run(["systemctl", "enable", "--now", "reachabilityd-units.service"])
-        box.run(["dpkg", "-r" if event == "remove" else "--purge", "reachabilityd"], timeout=120)
+        # Both, as `apt remove reachabilityd` does (the module's package depends on the daemon's);
+        # the running GLib program keeps the module it loaded.
+        box.run(["dpkg", "-r" if event == "remove" else "--purge", GIO_PACKAGE, "reachabilityd"], timeout=120)
         bound = AWAY_BOUND
     box.sh(f"ip route del {ROUTE}")
     said = wait_not_up(clients, bound, f"not 'up' within {bound} s of the {event} and the route's deletion")

@@ -2,17 +2,17 @@
 installed in a container booted with a real systemd (``container.py``), on
 dbus-daemon and on dbus-broker as the system bus.
 
-* The package: ``dpkg-buildpackage -us -uc -b`` in the checkout (once per
-  run, the release build ``install.sh`` makes; ``$REACH_TEST_DEB`` names a
-  ready .deb instead), lintian without errors (its output is kept in
-  ``.build/deb/lintian.txt``).
+* The packages: built once per run from the source package, offline
+  (``packages.py``; ``$REACH_TEST_DEB`` names a ready .deb instead), lintian
+  without errors (its output is kept in ``.build/deb/source/lintian.txt``).
 * Installed with ``dpkg -i``: nothing enabled, the first call starts the
   service, the man pages are there, ``systemd-analyze security`` at most 1.5
   and ``verify`` clean; ``dpkg -r`` leaves no activatable name and
   ``--purge`` no file.
 * The source package (Swift dependencies vendored) builds with
-  ``dpkg-buildpackage`` under ``unshare -n``; apt's plan for the .deb on a
-  machine without NetworkManager holds no NetworkManager.
+  ``dpkg-buildpackage`` under ``unshare -n``, from vendor/ only and with no
+  SwiftPM identity warning; apt's plan for the .deb on a machine without
+  NetworkManager holds no NetworkManager.
 * Metrics: a unit with ``SupplementaryGroups=adm`` reads them; the shipped
   writer unit writes its file and removes it when it stops; it says
   ``reachability_up 0`` once the daemon is stopped; its restarts are bounded
@@ -24,10 +24,11 @@ dbus-daemon and on dbus-broker as the system bus.
   under a running ``reachctl watch`` and a library listener; ``SIGHUP`` and
   ``systemctl reload``.
 * ``reachctl doctor``: the failed service's own words, within 5 s.
-* GLib's network monitor: the package's GIO module, listed in GIO's cache by
+* GLib's network monitor: the daemon's package alone changes nothing; the GIO
+  module's package (reachabilityd-gio-module), listed in GIO's cache by
   libglib2.0-0's trigger, is what a GLib program that knows nothing of us
-  gets with no environment variable; masked, GLib's own monitor; removed,
-  the cache forgets it.
+  gets with no environment variable; masked, GLib's own monitor; the module's
+  package removed, the cache forgets it.
 * The package reinstalled, then removed and installed again, under the README's applet and a
   ``reachctl watch``: the applet shows the new daemon's announcement (within 2 s of the
   reinstall; within the clients' 30 s cap after remove and install).
@@ -38,7 +39,7 @@ The container has only ``lo``; :func:`add_uplink` makes a veth pair inside
 with an address and a default route, so that the internet is reachable
 (Status 2). Needs root, systemd-container, util-linux, dpkg-dev, debhelper,
 lintian and Swift on PATH (to build the package), and network access once
-to fetch dbus-broker with ``apt-get download``.
+to fetch dbus-broker with ``apt-get download`` and the Swift dependencies.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ import os
 import re
 import select
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -56,63 +58,18 @@ import pytest
 
 import container as ct
 import harness
+import packages
 from conftest import need, require
 
 REPO = harness.REPO
 SERVICE = harness.SERVICE
-OUT = REPO / ".build" / "deb"
-BUILD_TIMEOUT = 3600
+OUT = packages.OUT
 BUSES = ["dbus-daemon", "dbus-broker"]
-LIBRARY_PACKAGES = ("libreachability-sc1", "libreachability-sc-dev")
+LIBRARY_PACKAGES = packages.LIBRARY_PACKAGES
+GIO_PACKAGE = packages.GIO_PACKAGE
 
 
 
-
-
-# --- the package, built once per run ---------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def deb() -> Path:
-    """The reachabilityd .deb: ``$REACH_TEST_DEB``, or built in the checkout by
-    ``dpkg-buildpackage`` (files under .build/deb), and checked by lintian."""
-    if os.environ.get("REACH_TEST_DEB"):
-        return Path(os.environ["REACH_TEST_DEB"]).resolve()
-    need([f"the {name} command" for name in ("dpkg-buildpackage", "dh", "lintian", "swift")
-           if harness.tool(name) is None])
-    OUT.mkdir(parents=True, exist_ok=True)
-    changes = OUT / "reachabilityd.changes"
-    # --no-pre-clean: `debian/rules clean` removes .build-static, the release build that
-    # install.sh (and test_install.py) share with the package; the package's own
-    # staging directory is emptied by dh_prep anyway.
-    command = ["dpkg-buildpackage", "-us", "-uc", "-b", "--no-pre-clean",
-               f"--buildinfo-file={OUT}/reachabilityd.buildinfo", f"--buildinfo-option=-u{OUT}",
-               f"--changes-file={changes}", f"--changes-option=-u{OUT}"]
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=BUILD_TIMEOUT,
-                          env=dict(os.environ, REACHABILITYD_DEB_DIR=str(OUT)), check=False)
-    (OUT / "build.log").write_text(done.stdout + done.stderr)
-    assert done.returncode == 0, f"dpkg-buildpackage failed ({done.returncode}):\n{done.stdout[-6000:]}\n{done.stderr[-4000:]}"
-    lintian = subprocess.run(["lintian", "--pedantic", "--display-info", "--display-experimental", str(changes)],
-                             capture_output=True, text=True, timeout=600, check=False)
-    (OUT / "lintian.txt").write_text(lintian.stdout + lintian.stderr)
-    [package] = [p for p in OUT.glob("reachabilityd_*.deb")]
-    return package
-
-
-@pytest.fixture(scope="session")
-def library_debs(deb) -> dict:  # pylint: disable=redefined-outer-name
-    """The C API's packages, built with the daemon's (beside its .deb): {package name: .deb}."""
-    found = {}
-    for name in LIBRARY_PACKAGES:
-        debs = sorted(deb.parent.glob(f"{name}_*.deb"))
-        assert len(debs) == 1, f"expected one {name}_*.deb beside {deb.name} in {deb.parent}: {debs}"
-        found[name] = debs[0]
-    return found
-
-
-@pytest.fixture(scope="session")
-def broker_deb() -> Path:
-    return ct.download_dbus_broker(OUT / "dbus-broker")
 
 
 def boot(request, bus: str, broker_deb_path: Path | None) -> ct.Container:
@@ -193,9 +150,9 @@ class Lines:
 
 
 def test_lintian_reports_no_error(deb):  # pylint: disable=redefined-outer-name,unused-argument
-    report = (OUT / "lintian.txt").read_text() if (OUT / "lintian.txt").exists() else ""
     if os.environ.get("REACH_TEST_DEB"):
         pytest.skip("REACH_TEST_DEB names a package built elsewhere: lintian ran there")
+    report = packages.built().lintian
     errors = [line for line in report.splitlines() if line.startswith("E:")]
     assert not errors, "lintian errors:\n" + report
     # Every override in debian/ says why (a comment right above it).
@@ -326,60 +283,31 @@ def test_c_api_packages_link_a_program_and_remove_cleanly(request, deb, library_
     assert "libreachability-sc" not in box.run(["ldconfig", "-p"]).stdout
 
 
-def test_source_package_builds_with_no_network(tmp_path):
+def test_source_package_builds_with_no_network():
     """The source package (debian/vendor-swift-deps puts the Swift dependencies in it)
     builds with dpkg-buildpackage in a network namespace of its own (`unshare -n`: only
     a loopback that is down) and without this machine's git configuration (no url.insteadOf
     that could lead to a local copy of the dependencies' repositories): SwiftPM takes them
-    from vendor/ and fetches nothing. A full release build of its own (minutes)."""
-    tools = ("dpkg-source", "dpkg-buildpackage", "unshare", "swift", "git", "python3")
-    need([f"the {name} command" for name in tools if harness.tool(name) is None]
-         + ([] if os.geteuid() == 0 else ["root (unshare -n)"]))
-    work = OUT / "source"
-    shutil.rmtree(work, ignore_errors=True)
-    tree = work / "reachabilityd"
-    tracked = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                             capture_output=True, check=True).stdout
-    for name in filter(None, tracked.decode().split("\0")):
-        if (REPO / name).is_file():
-            (tree / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, tree / name)
-    vendored = subprocess.run(["debian/vendor-swift-deps"], cwd=tree, capture_output=True, text=True,
-                              timeout=900, check=False)
-    assert vendored.returncode == 0, vendored.stdout + vendored.stderr
-    made = subprocess.run(["dpkg-source", "-b", "reachabilityd"], cwd=work, capture_output=True, text=True,
-                          timeout=300, check=False)
-    assert made.returncode == 0, made.stdout + made.stderr
-    [dsc] = list(work.glob("reachabilityd_*.dsc"))
-    [tarball] = list(work.glob("reachabilityd_*.tar.*"))
-    listing = subprocess.run(["tar", "-tf", str(tarball)], capture_output=True, text=True, check=True).stdout
-    assert "reachabilityd/vendor/swift-log/Package.swift" in listing, "vendor/ is not in the source package"
-    assert "/.build" not in listing and "/.git/" not in listing, "build or git files in the source package"
-    shutil.rmtree(tree)
-    subprocess.run(["dpkg-source", "-x", dsc.name, "extracted"], cwd=work, capture_output=True, check=True)
-    home = tmp_path / "home"
-    home.mkdir()
-    swift_dir = str(Path(harness.tool("swift")).resolve().parent)
-    environment = ["env", "-i", f"HOME={home}", "GIT_CONFIG_NOSYSTEM=1", "LANG=C.UTF-8",
-                   f"PATH={swift_dir}:/usr/bin:/bin:/usr/sbin:/sbin", f"REACHABILITYD_DEB_DIR={work}"]
-    gitconfig = subprocess.run(["unshare", "-n", *environment, "git", "config", "--get-regexp", "^url\\."],
-                               capture_output=True, text=True, check=False)
-    assert not gitconfig.stdout.strip(), f"git still rewrites URLs: {gitconfig.stdout}"
-    built = subprocess.run(["unshare", "-n", *environment, "dpkg-buildpackage", "-us", "-uc", "-b"],
-                           cwd=work / "extracted", capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False)
-    log = built.stdout + built.stderr
-    (work / "build.log").write_text(log)
-    assert built.returncode == 0, f"dpkg-buildpackage with no network failed ({built.returncode}):\n{log[-6000:]}"
+    from vendor/ and fetches nothing. It is the build every test of the package installs
+    (packages.py); here, what its log and the source tarball say."""
+    build = packages.built()
+    assert "reachabilityd/vendor/swift-log/Package.swift" in build.listing, "vendor/ is not in the source package"
+    assert not [name for name in build.listing if "/.build" in name or "/.git/" in name], \
+        "build or git files in the source package"
+    log = build.log
+    # One location per package identity (swift-prometheus names swift-metrics with ".git").
+    identity = [line for line in log.splitlines() if "identity" in line and "warning" in line]
+    assert not identity, "\n".join(identity)
     # SwiftPM names where it fetches from: every dependency from vendor/'s repositories.
     fetched = [line for line in log.splitlines() if re.match(r"(Fetching|Cloning|Working copy of) ", line)]
-    pins = (work / "extracted" / "vendor" / "pins").read_text().split("\n")
     assert fetched and all("/.build-vendor/" in line for line in fetched), "\n".join(fetched)
     # Each pinned dependency resolved from there (once per build folder: the daemon's and the C
     # library's builds each resolve them), at its pinned version, and nothing else.
     resolved = {re.sub(r"^Working copy of .*/", "", line) for line in fetched if " resolved at " in line}
-    wanted = {f"{pin.split()[0]} resolved at {pin.split()[-1]}" for pin in filter(None, pins)}
+    wanted = {f"{pin.split()[0]} resolved at {pin.split()[-1]}" for pin in filter(None, build.pins)}
     assert resolved == wanted, fetched
-    assert list(work.glob("reachabilityd_*.deb")), log[-3000:]
+    for name in ("reachabilityd", GIO_PACKAGE, *LIBRARY_PACKAGES):
+        assert list(build.directory.glob(f"{name}_*.deb")), f"no {name} package: {log[-3000:]}"
 
 
 def test_apt_installs_no_networkmanager_with_the_package(request, deb, tmp_path):  # pylint: disable=redefined-outer-name
@@ -727,16 +655,24 @@ def glib_program(box: ct.Container, *targets: str) -> tuple:
 
 
 @pytest.mark.parametrize("bus", BUSES)
-def test_glib_programs_get_the_installed_gio_module(request, deb, broker_deb, bus):  # pylint: disable=redefined-outer-name
-    """Installed: the trigger lists the module in GIO's cache; a GLib program in Python gets our
-    monitor with no environment variable (its first read starts the service) and can_reach right
-    both ways. Masked: GLib's own monitor, within the bound. Removed: the cache forgets it."""
+def test_glib_programs_get_the_installed_gio_module(request, deb, gio_deb, broker_deb, bus):  # pylint: disable=redefined-outer-name
+    """The daemon's package alone changes no GLib program: GLib's own monitor, and the cache
+    names no module of ours. With reachabilityd-gio-module: the trigger lists the module in GIO's
+    cache; a GLib program in Python gets our monitor with no environment variable (its first read
+    starts the service) and can_reach right both ways. Masked: GLib's own monitor, within the
+    bound. The module's package removed: the cache forgets it, GLib's own monitor again, and the
+    service stays installed."""
     box = boot(request, bus, broker_deb if bus == "dbus-broker" else None)
     install_deb(box, deb)
     add_uplink(box)
     box.sh("ip route add unreachable 198.51.100.0/24")
     modules = box.run(["pkg-config", "--variable=giomoduledir", "gio-2.0"]).stdout.strip()
     cache = box.path(f"{modules}/giomodule.cache")
+    assert "libgioreachabilityd" not in (cache.read_text() if cache.exists() else ""), cache.read_text()
+    lines, _ = glib_program(box)
+    assert lines[0].split()[1] != GIO_MONITOR, f"the daemon's package alone changed GLib's monitor: {lines}"
+
+    install_deb(box, gio_deb)
     assert "libgioreachabilityd.so: gio-network-monitor" in cache.read_text(), cache.read_text()
     assert unit_property(box, "reachabilityd.service", "ActiveState") == "inactive"
 
@@ -752,10 +688,12 @@ def test_glib_programs_get_the_installed_gio_module(request, deb, broker_deb, bu
     assert elapsed < GIO_BOUND, f"GLib's own monitor after {elapsed:.2f} s: {lines}"
     box.run(["systemctl", "unmask", "reachabilityd.service"])
 
-    box.run(["dpkg", "-r", "reachabilityd"], timeout=120)
+    box.run(["dpkg", "-r", GIO_PACKAGE], timeout=120)
     assert "libgioreachabilityd" not in (cache.read_text() if cache.exists() else ""), cache.read_text()
+    assert not list(box.path(modules).glob("libgioreachabilityd*")), "the module's file is left"
     lines, _ = glib_program(box)
     assert lines[0].split()[1] != GIO_MONITOR, lines
+    assert box.run(["dpkg-query", "-W", "-f=${Status}", "reachabilityd"]).stdout == "install ok installed"
 
 
 # --- a restarted service announces itself (the package) ----------------------------
@@ -973,3 +911,80 @@ def test_blocking_clients_are_served_at_once_as_shipped(request, deb, broker_deb
     assert "does not say which bus" not in journal, journal[-3000:]
     bus_log = box.run(["journalctl", "--no-pager", "-o", "cat", "-u", "dbus.service"]).stdout
     assert "GetStats" not in bus_log, f"the bus refused the service's question:\n{bus_log[-3000:]}"
+
+
+# --- the largest call a bus passes -------------------------------------------------------
+
+# One call of MIB MiB (a string of that size where Manager.Query takes a target) as this user,
+# then a victim's call (GetAll on the root); prints {"error": the huge call's error name,
+# "seconds": how long it took, "victim": the victim's seconds}. jeepney builds the message
+# whole, as a client of any library would.
+HUGE_SCRIPT = """
+import json, sys, time
+from jeepney import DBusAddress, new_method_call
+from jeepney.io.blocking import open_dbus_connection
+mib = int(sys.argv[1])
+root = DBusAddress("@ROOT@", bus_name="@SERVICE@", interface="@MANAGER@")
+conn = open_dbus_connection(bus="SYSTEM")
+started = time.monotonic()
+reply = conn.send_and_get_reply(new_method_call(root, "Query", "s", ("x" * (mib * 1024 * 1024 - 4096),)),
+                                timeout=120)
+took = time.monotonic() - started
+error = reply.header.fields.get(4) if reply.header.message_type.value == 3 else None
+started = time.monotonic()
+props = DBusAddress("@ROOT@", bus_name="@SERVICE@", interface="org.freedesktop.DBus.Properties")
+conn.send_and_get_reply(new_method_call(props, "GetAll", "s", ("@MANAGER@",)), timeout=30)
+print(json.dumps({"error": error, "seconds": took, "victim": time.monotonic() - started}))
+"""
+# The largest message each bus passes: dbus-daemon's system bus stops at 32 MiB (its
+# max_message_size); dbus-broker passes up to the protocol's 128 MiB.
+HUGE_SIZES = {"dbus-daemon": (25, 31), "dbus-broker": (25, 60, 120)}
+# What the service may hold for one call beyond its idle size: libdbus reads a message whole and
+# copies its body out of the read buffer once (twice the message), plus the slack of the reads.
+HUGE_SLACK_MIB = 8
+
+
+def memory_kib(box: ct.Container, pid: str, field: str) -> int:
+    status = box.run(["cat", f"/proc/{pid}/status"]).stdout
+    return int(re.search(rf"^{field}:\s+(\d+) kB", status, re.M)[1])
+
+
+@pytest.mark.parametrize("bus", BUSES)
+def test_the_largest_call_a_bus_passes_leaves_the_service_running(request, deb, broker_deb, bus):  # pylint: disable=redefined-outer-name
+    """An unprivileged user sends one call of 25 MiB and up to the largest the bus passes (120 MiB
+    on dbus-broker, which passes 128 MiB), to the service as its unit runs it: each is refused
+    (InvalidArgs), the service's peak stays within twice the call and a slack over idle (libdbus
+    reads a message whole and copies it once; no limit of libdbus's can refuse it before without
+    disconnecting the service from the bus), well under the unit's MemoryMax=, so the same
+    process serves on and the next caller is answered within 1 s. Once a 120 MiB call had the
+    service killed by its 128 MiB MemoryMax= on dbus-broker."""
+    box = boot(request, bus, broker_deb if bus == "dbus-broker" else None)
+    install_deb(box, deb)
+    add_uplink(box)
+    box.path("/usr/local/share/huge.py").write_text(HUGE_SCRIPT.replace("@ROOT@", harness.ROOT_PATH).replace(
+        "@SERVICE@", SERVICE).replace("@MANAGER@", harness.MANAGER_IFACE))
+    box.run(["useradd", "--no-create-home", "--user-group", "sender"])
+    box.run(["systemctl", "start", "reachabilityd.service"], timeout=60)
+    pid = unit_property(box, "reachabilityd.service", "MainPID")
+    memory_max = int(unit_property(box, "reachabilityd.service", "MemoryMax"))
+    idle = memory_kib(box, pid, "VmRSS")
+    for mib in HUGE_SIZES[bus]:
+        done = box.run(["python3", "/usr/local/share/huge.py", str(mib)], user="sender", check=False, timeout=300)
+        journal = box.run(["journalctl", "--no-pager", "-o", "cat", "-u", "reachabilityd.service"]).stdout
+        assert done.returncode == 0, f"{mib} MiB: {done.stdout[-2000:]}{done.stderr[-2000:]}\n{journal[-3000:]}"
+        answer = json.loads(done.stdout)
+        peak = memory_kib(box, pid, "VmHWM")
+        print(f"{bus}: a {mib} MiB call refused in {answer['seconds']:.2f} s ({answer['error']}); the service's "
+              f"peak {peak // 1024} MiB (idle {idle // 1024} MiB, MemoryMax {memory_max >> 20} MiB); "
+              f"the next call {answer['victim'] * 1000:.0f} ms")
+        assert answer["error"] == "org.freedesktop.DBus.Error.InvalidArgs", answer
+        assert unit_property(box, "reachabilityd.service", "MainPID") == pid, \
+            f"the service was restarted by a {mib} MiB call\n{journal[-3000:]}"
+        assert unit_property(box, "reachabilityd.service", "NRestarts") == "0", journal[-3000:]
+        bound = idle + (2 * mib + HUGE_SLACK_MIB) * 1024
+        assert peak <= bound, f"{mib} MiB: the service peaked at {peak} KiB, over {bound} KiB"
+        assert answer["victim"] < 1.0, f"the next call after a {mib} MiB call took {answer['victim']:.2f} s"
+    # The bound for the largest message the bus may pass is well under the unit's limit.
+    largest = 128 if bus == "dbus-broker" else 32
+    assert idle * 1024 + (2 * largest + HUGE_SLACK_MIB) * (1 << 20) < memory_max * 0.9, \
+        f"MemoryMax={memory_max >> 20} MiB leaves no room for a {largest} MiB message on {bus}"

@@ -7,8 +7,8 @@ machine's uids: in a user namespace (``PrivateUsers=yes``) the rule reads ``uidr
 65534-65534`` and uid 1000 maps to nothing, and the user would be told "reachable" where its
 packets get *No route to host*.
 
-The unit is ``data/reachabilityd.service`` as shipped (its ``ExecStart=`` alone pointed at the
-build under test), with the shipped D-Bus policy and sysusers file, in a container booted
+The unit is ``data/reachabilityd.service`` as shipped, running the build under test copied to
+the unit's own path, with the shipped D-Bus policy and sysusers file, in a container booted
 with a real systemd (``container.py``) on dbus-daemon. Root, systemd-container, util-linux.
 """
 
@@ -24,20 +24,6 @@ from test_systemd import add_uplink
 REPO = harness.REPO
 SERVICE = harness.SERVICE
 USER = "1000"
-
-
-def installed(box: ct.Container) -> None:
-    """The shipped unit, policy and user, and the build's daemon as its ExecStart."""
-    unit = (REPO / "data" / "reachabilityd.service").read_text()
-    unit, count = re.subn(r"(?m)^ExecStart=\S+", f"ExecStart={harness.daemon_binary()}", unit)
-    assert count == 1, "the unit's ExecStart= line"
-    for inside, text in (("/etc/systemd/system/reachabilityd.service", unit),
-                         (f"/etc/dbus-1/system.d/{SERVICE}.conf", (REPO / "dbus" / f"{SERVICE}.conf").read_text()),
-                         ("/etc/sysusers.d/reachabilityd.conf",
-                          (REPO / "data" / "reachabilityd.sysusers.conf").read_text())):
-        box.path(inside).parent.mkdir(parents=True, exist_ok=True)
-        box.path(inside).write_text(text)
-    box.sh("systemd-sysusers; systemctl reload dbus.service; systemctl daemon-reload")
 
 
 def query(box: ct.Container, user: str | None = None) -> tuple:
@@ -58,7 +44,10 @@ def test_uidrange_rules_hold_under_the_installed_unit(request):
         labs = request.node.reach_labs = []
     labs.append(box)
     box.start()
-    installed(box)
+    # The build's daemon copied to the unit's own path (not run from the checkout, which the
+    # unit's PrivateTmp= hides when the clone lives under /tmp), with the shipped unit,
+    # policy, activation file and user.
+    ct.install_build(box, harness.daemon_binary().parent)
     # up0 with a default route, which NetworkManager (if the container runs it) leaves alone.
     add_uplink(box)
     box.sh(f"ip rule add uidrange {USER}-{USER} lookup 100 priority 100; "
