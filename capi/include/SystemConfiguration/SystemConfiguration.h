@@ -16,8 +16,8 @@
 #define REACHABILITY_SYSTEMCONFIGURATION_H
 
 #include <SystemConfiguration/SCBase.h>
-#include <SystemConfiguration/SCNetwork.h>
 #include <SystemConfiguration/SCNetworkReachability.h>
+#include <SystemConfiguration/SCNetwork.h>
 
 #ifdef __cplusplus
 extern "C" {
