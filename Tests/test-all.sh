@@ -44,8 +44,10 @@ packages=(
     # dbus-broker is not installed here (it would become this machine's bus at its next
     # boot): the test fetches it with apt-get download and installs it in the container
     systemd-container man-db acl
-    # the Debian package: dpkg-buildpackage, debhelper (dh_installsysusers), lintian
-    dpkg-dev debhelper lintian
+    # the Debian package: dpkg-buildpackage, debhelper (dh_installsysusers), lintian, and the rest
+    # of its Build-Depends (git; the Swift toolchain's own libraries, which a machine that runs
+    # swift has, but dpkg-checkbuilddeps wants as packages)
+    dpkg-dev debhelper lintian git libcurl4 libncurses6 libsqlite3-0 libxml2
     # the C API's library: its SONAME and run path, set when installed (capi/install-library.sh)
     patchelf
     # the C API's header checked as C++ too (test_c_api.py)
