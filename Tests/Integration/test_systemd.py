@@ -49,7 +49,6 @@ import os
 import re
 import select
 import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -347,7 +346,7 @@ def test_install_sh_uninstall_removes_every_file(request):
     request.addfinalizer(lambda: shutil.rmtree(stage, ignore_errors=True))
     env = dict(os.environ, DESTDIR=str(stage))
     done = subprocess.run([str(REPO / "install.sh")], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=BUILD_TIMEOUT, check=False)
+                          timeout=packages.BUILD_TIMEOUT, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     installed = [p for p in stage.rglob("*") if p.is_file()]
     assert len(installed) >= 10, installed
