@@ -282,6 +282,13 @@ public enum AddressText {
         return hextet & 0xFFC0 == 0xFE80
     }
 
+    /// An IPv6 link-local address (`fe80::/10`) without a scope (`%eth0`): no socket can reach
+    /// it, as `connect` cannot tell on which link it is (`EINVAL`), whatever route the kernel
+    /// would show for it.
+    public static func isUnscopedIPv6LinkLocal(_ literal: String) -> Bool {
+        literal.contains(":") && !literal.contains("%") && isLinkLocal(literal)
+    }
+
     /// `127.0.0.0/8` or `::1`.
     public static func isLoopback(_ literal: String) -> Bool {
         literal.contains(":") ? literal == "::1" : literal.hasPrefix("127.")

@@ -2,7 +2,8 @@
 /// `Reason` (the contract's XML lists the vocabulary), with the detail in words
 /// beside it (`Error`). The engine finds it next to the flag rule that failed.
 public enum Reason: String, Sendable, Hashable, CaseIterable {
-    /// The kernel has no route to the destination (`ENETUNREACH`).
+    /// The kernel has no route to the destination (`ENETUNREACH`), or none a socket can take
+    /// (an IPv6 link-local address without its link: `connect` fails with `EINVAL`).
     case noRoute = "no-route"
     /// The route the kernel chose refuses packets: `unreachable`, `prohibit`,
     /// `blackhole` or `throw`.

@@ -127,3 +127,19 @@ def test_notice_once_per_change(online):
     assert log.count(f"<5>path: usable: {UPLINK} (IPv4)") == 2, log
     # The debug line of the evaluation names the target and the cause.
     assert "announced 1 changes in" in log and f"; internet: not reachable (no carrier on {UPLINK})" in log, log
+
+
+def test_a_link_local_address_without_its_link_is_not_reachable(online):
+    """fe80::1 without a scope: the kernel shows a route to it (fe80::/64 on the uplink), but no
+    socket can connect to it (``EINVAL``: which link?), so Query says not reachable, no-route,
+    with the scoped spelling in its sentence; with its link (``fe80::1%kveth0``) it is evaluated
+    through that link. Once it was reported reachable through an interface."""
+    lab = online.lab
+    route = subprocess.run(harness.Namespaces.exec_argv(lab.ns_a) + ["ip", "-6", "route", "get", "fe80::1"],
+                           capture_output=True, text=True, check=False)
+    assert route.returncode == 0 and "dev" in route.stdout, f"the kernel's route to fe80::1: {route}"
+    flags, status, details = lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "Query", "s", ("fe80::1",))
+    assert (flags, status, details["reason"]) == (0, 0, "no-route"), details
+    assert "fe80::1%INTERFACE" in details["error"], details
+    flags, status, details = lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "Query", "s", (f"fe80::1%{UPLINK}",))
+    assert "fe80::1%INTERFACE" not in details.get("error", ""), details

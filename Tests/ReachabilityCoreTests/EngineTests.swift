@@ -36,6 +36,22 @@ struct EngineRowTests {
         #expect(path.interfaceType == .ethernet)
     }
 
+    @Test("a link-local IPv6 address without its scope: nothing, whatever route the kernel shows")
+    func unscopedLinkLocal() {
+        let v6Link = LinkFact(index: 2, name: "eth0", isUp: true, hasCarrier: true, operState: .up,
+                              kernelType: .ethernet, isTunnel: false)
+        let unscoped = Engine.evaluatePath(family: .ipv6, route: onLink, facts: facts(device: ethernet, link: v6Link),
+                                           destination: "fe80::1")
+        #expect(unscoped.flags == [])
+        #expect(unscoped.cause?.reason == .noRoute)
+        #expect(unscoped.cause?.detail.contains("fe80::1%INTERFACE") == true)
+        let scoped = Engine.evaluatePath(family: .ipv6, route: onLink, facts: facts(device: ethernet, link: v6Link),
+                                         destination: "fe80::1%eth0")
+        #expect(scoped.flags.contains(.reachable))
+        #expect(AddressText.isUnscopedIPv6LinkLocal("febf::1") && !AddressText.isUnscopedIPv6LinkLocal("fec0::1"))
+        #expect(!AddressText.isUnscopedIPv6LinkLocal("169.254.1.1") && !AddressText.isUnscopedIPv6LinkLocal("2001:db8::1"))
+    }
+
     @Test("unicast route via a gateway: Reachable")
     func gatewayRoute() {
         let path = Engine.evaluatePath(family: .ipv4, route: viaGateway, facts: facts(device: ethernet))
