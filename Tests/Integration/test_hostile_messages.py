@@ -55,6 +55,13 @@ HUGE_WINDOW = int(os.environ.get("REACH_HUGE_WINDOW", "1"))
 HUGE_MIB = 25
 HUGE_CALLS = 8                    # per connection: 16 calls, 400 MiB through the bus
 HUGE_SLACK_KIB = 4 * 1024         # over twice the message: the read buffer's last pages, the loop's
+# A victim's call queued in the bus behind a huge one waits until the service has read it: no
+# service can answer sooner (it has not seen the call). At the slowest reading measured here
+# under load (about 95 MiB/s; 50 MiB/s allowed) one 25 MiB message is 0.5 s, which the goal
+# during this attack adds to the usual one. Before the service refused them undecoded, eight
+# such calls took the loop 21 s.
+HUGE_READ_MIB_PER_S = 50
+HUGE_DURING_P99_MS = DURING_P99_MS + HUGE_MIB / HUGE_READ_MIB_PER_S * 1000
 
 
 class DescriptorSampler:
@@ -87,7 +94,7 @@ class DescriptorSampler:
         self._thread.join(2)
 
 
-def ping_problems(attack: Attack) -> list:
+def ping_problems(attack: Attack, during_goal_ms: float = DURING_P99_MS) -> list:
     """The victim's Pings right after the attack over PING_GOAL_MS (during it, the CI allowance)."""
     after = [s for s in attack.samples if s[1] == "Ping" and attack.gone_at is not None and s[0] >= attack.gone_at]
     during = [s for s in attack.samples if s[1] == "Ping" and s not in after]
@@ -99,8 +106,8 @@ def ping_problems(attack: Attack) -> list:
     if not after:
         found.append("the victim made no Ping after the attacker left")
     p99 = tenants.percentile([s[2] for s in during], 99)
-    if p99 > DURING_P99_MS:
-        found.append(f"the victim's Ping p99 during the attack is {p99:.1f} ms (goal {DURING_P99_MS:.0f} ms)")
+    if p99 > during_goal_ms:
+        found.append(f"the victim's Ping p99 during the attack is {p99:.1f} ms (goal {during_goal_ms:.0f} ms)")
     return found
 
 
@@ -147,7 +154,8 @@ def test_a_huge_call_costs_only_its_sender(tenant_lab):
     """``nobody`` calls WatchHost (it takes one string) with a 25 MiB byte array instead,
     4 connections x 2 calls in flight, 16 calls. Each is refused with InvalidArgs without being
     decoded; the daemon's heap stays within 32 MiB of idle and goes back to it; the victim's calls
-    are answered as before (they wait only for the bus to pass the megabytes ahead of them)."""
+    are answered as before: within the usual goal, plus the time to read one huge message ahead of
+    them in the bus's queue (HUGE_DURING_P99_MS), which no service can shorten."""
     lab = tenant_lab
     lab.start_daemon()
     with Attack(lab, f"{HUGE_CONNECTIONS} x {HUGE_WINDOW} WatchHost of {HUGE_MIB} MiB in flight") as attack:
@@ -169,7 +177,8 @@ def test_a_huge_call_costs_only_its_sender(tenant_lab):
     # moment it copies the body out of its read buffer; refused, it is unmapped at once.
     peak_bound = 2 * HUGE_MIB * 1024 + HUGE_SLACK_KIB
     peak = attack.sampler.peak - attack.idle_rss
-    problems = [p for p in attack.problems(DURING_P99_MS) if "RSS peaked" not in p] + ping_problems(attack)
+    problems = ([p for p in attack.problems(HUGE_DURING_P99_MS) if "RSS peaked" not in p]
+                + ping_problems(attack, HUGE_DURING_P99_MS))
     if peak > peak_bound:
         problems.append(f"the daemon's RSS peaked {peak} KiB over idle (bound {peak_bound} KiB)")
     assert not problems, "\n  ".join(problems) + "\n" + attack.summary()
