@@ -41,9 +41,8 @@ public enum Engine {
     ) -> Path {
         let to = destination.map { " to \($0)" } ?? " to the internet over \(family.name)"
         if let destination, AddressText.isUnscopedIPv6LinkLocal(destination) {
-            return .unreachable(family, Cause(.noRoute, """
-                no route a socket can take to \(destination): a link-local address needs its link                 (\(destination)%INTERFACE)
-                """))
+            return .unreachable(family, Cause(.noRoute, "no route a socket can take to \(destination): "
+                + "a link-local address needs its link (\(destination)%INTERFACE)"))
         }
         guard let route else { return .unreachable(family, Cause(.noRoute, "no route\(to)")) }
         guard route.kind != .unusable else {

@@ -44,7 +44,8 @@ struct EngineRowTests {
                                            destination: "fe80::1")
         #expect(unscoped.flags == [])
         #expect(unscoped.cause?.reason == .noRoute)
-        #expect(unscoped.cause?.detail.contains("fe80::1%INTERFACE") == true)
+        #expect(unscoped.cause?.detail == "no route a socket can take to fe80::1: "
+                + "a link-local address needs its link (fe80::1%INTERFACE)")
         let scoped = Engine.evaluatePath(family: .ipv6, route: onLink, facts: facts(device: ethernet, link: v6Link),
                                          destination: "fe80::1%eth0")
         #expect(scoped.flags.contains(.reachable))
