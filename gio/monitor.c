@@ -8,7 +8,10 @@
  * service has answered, the module makes that next monitor itself
  * (reach_next_monitor: the extension point's monitors below our priority,
  * in order, the first that starts; never ours, never the portal's) and
- * keeps it for the process's life.
+ * keeps it for the process's life. A daemon in another network namespace
+ * than the program's (a container given the host's bus socket) answers for
+ * another network: init fails there too (same_network_namespace), and GLib's
+ * next monitor answers for the program's own namespace.
  *
  * Then it follows the root object's PropertiesChanged, accepted only from
  * the name's current owner (tracked with NameOwnerChanged), and reads the
@@ -49,6 +52,7 @@
 #include "monitor.h"
 
 #include <string.h>
+#include <sys/stat.h>
 
 enum
 {
@@ -118,6 +122,62 @@ service_present (GDBusConnection *bus, gint64 deadline, gchar **owner, GCancella
     g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "%s is neither on the system bus nor activatable",
                  REACH_SERVICE);
   return activatable;
+}
+
+/* The inode of this process's network namespace (what the daemon's
+ * Manager.NetworkNamespace says of its own); 0 when it cannot be read. */
+static guint64
+own_network_namespace (void)
+{
+  struct stat info;
+
+  return stat ("/proc/self/ns/net", &info) == 0 ? (guint64) info.st_ino : 0;
+}
+
+/* The daemon (its unique name: owner) answers for this process's network
+ * namespace. Every answer of the daemon is its own namespace's: a program
+ * in another one (a container given the host's bus socket) would be told
+ * the host's routes, so the module does not start there and GLib's next
+ * monitor, which reads the program's own namespace, answers (what
+ * reachctl and the Swift and C libraries do by evaluating in-process). A
+ * daemon that does not say (an older one; 0) is taken as this
+ * namespace's. */
+static gboolean
+same_network_namespace (GDBusConnection *bus, const gchar *owner, gint64 deadline, GCancellable *cancellable,
+                        GError **error)
+{
+  GError *local = NULL;
+  guint64 ours = own_network_namespace (), theirs = 0;
+  GVariant *value, *reply;
+
+  reply = g_dbus_connection_call_sync (bus, owner, REACH_ROOT_PATH, "org.freedesktop.DBus.Properties", "Get",
+                                       g_variant_new ("(ss)", REACH_MANAGER_IFACE, "NetworkNamespace"),
+                                       G_VARIANT_TYPE ("(v)"), G_DBUS_CALL_FLAGS_NO_AUTO_START,
+                                       remaining_ms (deadline), cancellable, &local);
+
+  if (reply == NULL)
+    {
+      if (!g_dbus_error_is_remote_error (local))
+        {
+          g_propagate_error (error, local);
+          return FALSE;
+        }
+      g_debug ("%s does not say its network namespace (%s): taken as this process's", REACH_SERVICE, local->message);
+      g_error_free (local);
+      return TRUE;
+    }
+  g_variant_get (reply, "(v)", &value);
+  if (g_variant_is_of_type (value, G_VARIANT_TYPE_UINT64))
+    theirs = g_variant_get_uint64 (value);
+  g_variant_unref (value);
+  g_variant_unref (reply);
+  if (theirs == 0 || ours == 0 || theirs == ours)
+    return TRUE;
+  g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+               "%s answers for network namespace %" G_GUINT64_FORMAT ", this process is in %" G_GUINT64_FORMAT
+               ": its answers would be another network's, so GLib's own monitor answers here",
+               REACH_SERVICE, theirs, ours);
+  return FALSE;
 }
 
 static void
@@ -197,8 +257,9 @@ reach_initable_init (GInitable *initable, GCancellable *cancellable, GError **er
                                                           remaining_ms (deadline), NULL, cancellable, error);
   g_object_unref (message);
   properties = reach_get_all_result (reply, &sender, error);
-  if (properties == NULL)
+  if (properties == NULL || !same_network_namespace (self->bus, sender, deadline, cancellable, error))
     {
+      g_clear_pointer (&properties, g_variant_unref);
       g_clear_object (&reply);
       unsubscribe (self);
       return FALSE;

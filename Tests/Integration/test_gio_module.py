@@ -37,6 +37,9 @@ count of notifications waits for, with no sleep.
 * No service (not on the bus, not activatable), a start that fails, a start
   that hangs: GLib's own monitor within the module's bound (2 s, plus the
   program's own start); an activatable service is started by the module.
+* A program in another network namespace than the daemon's (a container
+  given the host's bus socket): GLib's own monitor, for the program's own
+  namespace. Every other program here runs in the daemon's namespace.
 
 The module's own debug lines (``G_MESSAGES_DEBUG=reachabilityd``: "... answers
 until it is back", "... answers again") come on the program's standard
@@ -104,7 +107,7 @@ class Program:
     """monitor-test (C, AddressSanitizer) or monitor-test.py, with ``--follow``; its lines read by a thread."""
 
     def __init__(self, build: Path, bus_address: str, *, python: bool = False, targets: tuple = (),
-                 env: Optional[dict] = None, follow: bool = True, netns: Optional[str] = None):
+                 env: Optional[dict] = None, follow: bool = True, inside: Optional[list] = None):
         if python:
             argv = ["/usr/bin/python3", str(GIO_DIR / "tests" / "monitor-test.py")]
             modules = build / "plain"
@@ -117,9 +120,9 @@ class Program:
         environment.update(DBUS_SYSTEM_BUS_ADDRESS=bus_address, GIO_EXTRA_MODULES=str(modules),
                            ASAN_OPTIONS="detect_leaks=1:exitcode=23", G_MESSAGES_DEBUG="GLib-GIO reachabilityd")
         environment.update(env or {})
-        if netns is not None:
-            # ip netns exec execs the program: the PID stays the program's.
-            argv = harness.Namespaces.exec_argv(netns) + argv
+        if inside:
+            # ip netns exec and nsenter -n exec the program: the PID stays the program's.
+            argv = inside + argv
         self.name = "monitor-test.py" if python else "monitor-test"
         if environment.get("GIO_USE_NETWORK_MONITOR") not in (None, "reachabilityd"):
             self.name += f" ({environment['GIO_USE_NETWORK_MONITOR']})"
@@ -289,8 +292,19 @@ def programs():
         program.kill()
 
 
-def start(programs: list, *args, **kwargs) -> Program:
-    program = Program(*args, **kwargs)
+def daemon_side(lab) -> list:
+    """The argv prefix that runs a program in the network namespace the lab's daemon answers for
+    (the module answers only there: elsewhere GLib's own monitor does)."""
+    if getattr(lab, "ns_a", None) is not None:  # the kernel lab
+        return harness.Namespaces.exec_argv(lab.ns_a)
+    if getattr(lab, "anchor", None) is not None:  # NetworkManager's lab
+        return [harness.need_tool("nsenter"), "-t", str(lab.anchor.pid), "-n", "--"]
+    return []
+
+
+def start(programs: list, build: Path, lab, inside: Optional[list] = None, **kwargs) -> Program:
+    """A program on the lab's bus, in the daemon's network namespace unless ``inside`` says where."""
+    program = Program(build, lab.bus.address, inside=daemon_side(lab) if inside is None else inside, **kwargs)
     programs.append(program)
     return program
 
@@ -345,7 +359,7 @@ def test_c_program_gets_the_module_and_follows_the_kernel(kernel_daemon, gio_bui
     connectivity (the kernel backend checks nothing: GLib's meaning of a route), can_reach right
     both ways, sync and async, and three carrier flaps followed."""
     lab = kernel_daemon
-    program = start(programs, gio_build, lab.bus.address, targets=(ROUTED, UNROUTED))
+    program = start(programs, gio_build, lab, targets=(ROUTED, UNROUTED))
     assert program.ready() == [OURS, "1", "0", str(FULL)], program.describe()
     for how in ("sync", "async"):
         program.wait(lambda line, how=how: line == f"reach {how} {ROUTED} ok", f"{how} can_reach({ROUTED}) ok")
@@ -360,7 +374,7 @@ def test_python_program_and_the_explicit_choice(kernel_daemon, gio_build, progra
     """Python with gi, GIO_USE_NETWORK_MONITOR=reachabilityd: the same, one flap; a name that
     does not resolve is G_IO_ERROR_HOST_NOT_FOUND."""
     lab = kernel_daemon
-    program = start(programs, gio_build, lab.bus.address, python=True,
+    program = start(programs, gio_build, lab, python=True,
                     env={"GIO_USE_NETWORK_MONITOR": "reachabilityd"})
     assert program.ready() == [OURS, "1", "0", str(FULL)], program.describe()
     assert program.ask(ROUTED) == "ok", program.describe()
@@ -377,7 +391,7 @@ def test_a_restarted_daemon_is_read_again_and_told_only_on_a_change(kernel_daemo
     (GLib's netlink monitor does not see a carrier): nothing is told until the next instance's answer
     arrives, as one network-changed."""
     lab = kernel_daemon
-    program = start(programs, gio_build, lab.bus.address, netns=lab.ns_a)
+    program = start(programs, gio_build, lab)
     assert program.ready() == [OURS, "1", "0", str(FULL)], program.describe()
 
     mark = program.mark()
@@ -411,9 +425,9 @@ def beside_glib(lab, gio_build, programs, python: bool = True) -> tuple:
     Python one on GLib's netlink monitor (the module's next one in the kernel lab: no
     NetworkManager), both in the daemon's namespace and following; both say the network is there
     with full connectivity."""
-    ours = start(programs, gio_build, lab.bus.address, python=python, netns=lab.ns_a,
+    ours = start(programs, gio_build, lab, python=python,
                  env={"GIO_USE_NETWORK_MONITOR": "reachabilityd"})
-    glib = start(programs, gio_build, lab.bus.address, python=True, netns=lab.ns_a,
+    glib = start(programs, gio_build, lab, python=True,
                  env={"GIO_USE_NETWORK_MONITOR": "netlink"})
     assert ours.ready() == [OURS, "1", "0", str(FULL)], ours.describe()
     assert glib.ready() == [GLIB_NETLINK, "1", "0", str(FULL)], glib.describe()
@@ -587,7 +601,7 @@ def test_follows_networkmanager_carrier_flaps(nm_lab, gio_build, programs):
     with at most two network-changed per edge."""
     lab = nm_lab
     lab.daemon()
-    program = start(programs, gio_build, lab.bus.address)
+    program = start(programs, gio_build, lab)
     ready = program.ready()
     assert ready[:3] == [OURS, "1", "0"], program.describe()
     if ready[3] != str(FULL):
@@ -613,10 +627,34 @@ def assert_glib_monitor(program: Program) -> float:
     return elapsed
 
 
+def test_a_program_in_another_network_namespace_gets_glibs_monitor_for_its_own(kernel_daemon, gio_build,
+                                                                              programs):
+    """A program in a network namespace of its own with no route, on the daemon's bus (a container
+    given the host's bus socket), the module chosen by priority or by name: the daemon answers for
+    another namespace (where ROUTED is reachable), so the module does not start, saying why, and
+    GLib's own monitor answers for the program's: no network, can_reach HOST_UNREACHABLE. Before,
+    the program was told the daemon's namespace's answer: available, FULL, ROUTED reachable."""
+    lab = kernel_daemon
+    own = lab.namespaces.create("gio")
+    for python, env in ((False, {}), (True, {"GIO_USE_NETWORK_MONITOR": "reachabilityd"})):
+        program = start(programs, gio_build, lab, inside=harness.Namespaces.exec_argv(own), python=python,
+                        env=env, follow=False, targets=(ROUTED,))
+        assert_glib_monitor(program)
+        output = program.output()
+        assert "answers for network namespace" in output and "GLib's own monitor answers here" in output, output
+        assert program.ready() == [GLIB_NETLINK, "0", "0", str(LOCAL)], program.describe()
+        for how in ("sync", "async"):  # GLib's netlink monitor's word for an address with no route
+            assert f"reach {how} {ROUTED} error {HOST_UNREACHABLE} " in output, program.describe()
+    daemon_side_program = start(programs, gio_build, lab, follow=False, targets=(ROUTED,))
+    assert daemon_side_program.ready() == [OURS, "1", "0", str(FULL)], daemon_side_program.describe()
+    daemon_side_program.close()
+    assert f"reach sync {ROUTED} ok" in daemon_side_program.output(), daemon_side_program.describe()
+
+
 def test_glib_monitor_when_the_service_is_absent(plain_lab, gio_build, programs):
     """Nothing on the bus, nothing activatable: GLib's next monitor, at once; chosen by name too."""
     for env in ({}, {"GIO_USE_NETWORK_MONITOR": "reachabilityd"}):
-        program = start(programs, gio_build, plain_lab.bus.address, env=env, follow=False)
+        program = start(programs, gio_build, plain_lab, env=env, follow=False)
         elapsed = assert_glib_monitor(program)
         assert "neither on the system bus nor activatable" in program.output(), program.describe()
         print(f"GLib's own monitor after {elapsed:.2f} s ({env or 'default'})")
@@ -641,13 +679,13 @@ def test_glib_monitor_when_the_start_fails_or_hangs(activation_lab, gio_build, p
     that never takes the name: GLib's monitor once the module's 2 s are over."""
     lab = activation_lab
     activation_file(lab, "/bin/false")
-    program = start(programs, gio_build, lab.bus.address, follow=False)
+    program = start(programs, gio_build, lab, follow=False)
     assert_glib_monitor(program)
 
     pid_file = lab.directory / "hanging.pid"
     activation_file(lab, f"/bin/sh -c 'echo $$ > {pid_file}; exec sleep 60'")
     try:
-        program = start(programs, gio_build, lab.bus.address, follow=False)
+        program = start(programs, gio_build, lab, follow=False)
         elapsed = assert_glib_monitor(program)
         assert elapsed >= INIT_BOUND * 0.9, f"gave up after {elapsed:.2f} s, before its bound\n" + program.describe()
     finally:
@@ -659,7 +697,7 @@ def test_an_activatable_service_is_started_by_the_module(activation_lab, gio_bui
     """Activatable and not running: the module's first read starts it, and the program gets ours."""
     lab = activation_lab
     daemon = lab.activatable(args=["--system", "--backend", "kernel"])
-    program = start(programs, gio_build, lab.bus.address, targets=("127.0.0.1",))
+    program = start(programs, gio_build, lab, targets=("127.0.0.1",))
     try:
         ready = program.ready()
         assert ready[0] == OURS, program.describe()
@@ -675,7 +713,7 @@ def test_captive_portal_is_glibs_portal(nm_lab, gio_build, programs):
     meaning) with connectivity PORTAL, in one network-changed; the portal gone: FULL again."""
     lab = nm_lab
     lab.daemon()
-    program = start(programs, gio_build, lab.bus.address)
+    program = start(programs, gio_build, lab)
     ready = program.ready()
     assert ready[:3] == [OURS, "1", "0"], program.describe()
     if ready[3] != str(FULL):
@@ -705,7 +743,7 @@ def test_a_route_networkmanager_does_not_manage_is_full_never_local(nm_lab_witho
         f"[keyfile]\nunmanaged-devices=interface-name:{UNMANAGED};interface-name:{UNMANAGED_PEER}\n")
     lab.start_nm()
     lab.daemon()
-    program = start(programs, gio_build, lab.bus.address)
+    program = start(programs, gio_build, lab)
     ready = program.ready()
     assert ready[:3] == [OURS, "1", "0"], program.describe()
     mark = program.mark()
