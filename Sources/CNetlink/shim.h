@@ -58,9 +58,13 @@ static inline int reach_recvmmsg(int fd, struct reach_mmsghdr *vector, unsigned 
 /* One DNS query of `name` for records of `type` (1: A, 28: AAAA) with the system
  * resolver's own configuration (resolv.conf's servers, search list and options; a name
  * with a trailing dot is absolute), the reply's message written to `answer`: its length,
- * or -1 (h_errno says why). A private resolver state per call (res_ninit), so that it may
- * run on any thread; it blocks like getaddrinfo, so it runs on a worker thread. Used only
- * to read the TTL getaddrinfo does not give. */
+ * or -1 (no reply, or another failure). A negative reply (the name does not exist, or has
+ * no record of the type) is a reply too: res_nsearch says -1 for it but leaves its message
+ * in `answer`, whose length it does not give, so the whole zeroed buffer is returned (the
+ * message's header says how much of it the records take). A private resolver state per
+ * call (res_ninit), so that it may run on any thread; it blocks like getaddrinfo, so it
+ * runs on a worker thread. Used only to read the TTLs getaddrinfo does not give. */
+#include <netdb.h>
 #include <netinet/in.h>
 #include <arpa/nameser.h>
 #include <resolv.h>
@@ -74,7 +78,10 @@ static inline int reach_dns_query(const char *name, int type, unsigned char *ans
     /* Bounded: 2 s per server, one attempt (getaddrinfo has just had its answer from them). */
     state.retrans = 2;
     state.retry = 1;
+    memset(answer, 0, (size_t)length);
     int count = res_nsearch(&state, name, ns_c_in, type, answer, length);
+    if (count < 0 && (state.res_h_errno == HOST_NOT_FOUND || state.res_h_errno == NO_DATA))
+        count = length;
     res_nclose(&state);
     return count;
 }

@@ -33,30 +33,89 @@ public enum NameLifetime {
     /// answer section's records. `nil` when it is malformed, is not a successful response, or
     /// has no address record.
     public static func parse(_ message: [UInt8]) -> Answer? {
-        guard message.count >= 12, message[2] & 0x80 != 0, message[3] & 0x0F == 0 else { return nil }
-        let questions = Int(message[4]) << 8 | Int(message[5])
-        let answers = Int(message[6]) << 8 | Int(message[7])
-        var offset = 12
-        for _ in 0..<questions {
-            guard let end = skipName(message, from: offset), end + 4 <= message.count else { return nil }
-            offset = end + 4
-        }
+        guard let response = Response(message), response.rcode == 0 else { return nil }
         var found = Answer(addresses: [], ttl: .max)
-        for _ in 0..<answers {
-            guard let end = skipName(message, from: offset), end + 10 <= message.count else { return nil }
-            let type = Int(message[end]) << 8 | Int(message[end + 1])
-            let ttl = message[(end + 4)..<(end + 8)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-            let length = Int(message[end + 8]) << 8 | Int(message[end + 9])
-            let data = end + 10
-            guard data + length <= message.count else { return nil }
-            // RFC 2181 §8: a TTL with its top bit set is read as 0.
-            found.ttl = min(found.ttl, ttl & 0x8000_0000 != 0 ? 0 : ttl)
-            if (type == 1 && length == 4) || (type == 28 && length == 16) {
-                found.addresses.append(Array(message[data..<(data + length)]))
-            }
-            offset = data + length
+        for record in response.answers {
+            found.ttl = min(found.ttl, record.ttl)
+            if let address = record.address(in: message) { found.addresses.append(address) }
         }
         return found.addresses.isEmpty ? nil : found
+    }
+
+    /// Reads a negative DNS response (RFC 2308): the name does not exist (NXDOMAIN: the
+    /// answer section may still hold the CNAMEs on the way) or has no address record
+    /// (NODATA: NOERROR without one). How long that answer lives is its negative TTL, the
+    /// least of the authority section's SOA record's own TTL and its MINIMUM field (§5).
+    /// `nil` when the message is malformed, is another response (an address, SERVFAIL), or
+    /// carries no SOA: such a negative answer has no lifetime (it may not be cached, §5).
+    public static func parseNegative(_ message: [UInt8]) -> UInt32? {
+        guard let response = Response(message), response.rcode == 0 || response.rcode == 3,
+              !response.answers.contains(where: { $0.address(in: message) != nil }) else { return nil }
+        var least: UInt32?
+        for record in response.authority where record.type == 6 {
+            // SOA RDATA: MNAME, RNAME, then SERIAL, REFRESH, RETRY, EXPIRE, MINIMUM (32 bits each).
+            guard let mname = skipName(message, from: record.data.lowerBound),
+                  let rname = skipName(message, from: mname), rname + 20 == record.data.upperBound else { return nil }
+            let minimum = bigEndian(message[(rname + 16)..<(rname + 20)])
+            least = min(least ?? .max, record.ttl, minimum)
+        }
+        return least
+    }
+
+    /// One resource record of a response: its type, TTL (RFC 2181 §8: one with its top bit
+    /// set reads as 0) and where its data lies in the message.
+    struct Record {
+        var type: Int
+        var ttl: UInt32
+        var data: Range<Int>
+
+        /// An A (4 bytes) or AAAA (16) record's address.
+        func address(in message: [UInt8]) -> [UInt8]? {
+            (type == 1 && data.count == 4) || (type == 28 && data.count == 16) ? Array(message[data]) : nil
+        }
+    }
+
+    /// A response's code and the records of its answer and authority sections: `nil` when
+    /// the message is no response or runs off before the answer section's end (the authority
+    /// section is read as far as it goes: a large answer may have been cut short there).
+    struct Response {
+        var rcode: UInt8
+        var answers: [Record] = []
+        var authority: [Record] = []
+
+        init?(_ message: [UInt8]) {
+            guard message.count >= 12, message[2] & 0x80 != 0 else { return nil }
+            rcode = message[3] & 0x0F
+            let count = { (at: Int) in Int(message[at]) << 8 | Int(message[at + 1]) }
+            var offset = 12
+            for _ in 0..<count(4) {
+                guard let end = skipName(message, from: offset), end + 4 <= message.count else { return nil }
+                offset = end + 4
+            }
+            for _ in 0..<count(6) {
+                guard let record = Self.record(message, at: &offset) else { return nil }
+                answers.append(record)
+            }
+            for _ in 0..<count(8) {
+                guard let record = Self.record(message, at: &offset) else { break }
+                authority.append(record)
+            }
+        }
+
+        /// The record at `offset`, which moves past it; `nil` when it runs off the message.
+        private static func record(_ message: [UInt8], at offset: inout Int) -> Record? {
+            guard let end = skipName(message, from: offset), end + 10 <= message.count else { return nil }
+            let type = Int(message[end]) << 8 | Int(message[end + 1])
+            let ttl = bigEndian(message[(end + 4)..<(end + 8)])
+            let length = Int(message[end + 8]) << 8 | Int(message[end + 9])
+            guard end + 10 + length <= message.count else { return nil }
+            offset = end + 10 + length
+            return Record(type: type, ttl: ttl & 0x8000_0000 != 0 ? 0 : ttl, data: (end + 10)..<offset)
+        }
+    }
+
+    private static func bigEndian(_ bytes: ArraySlice<UInt8>) -> UInt32 {
+        bytes.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
     }
 
     /// The offset after a (possibly compressed) name at `offset`, or `nil` when it runs off.

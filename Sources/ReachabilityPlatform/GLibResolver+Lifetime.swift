@@ -11,13 +11,16 @@ import Synchronization
 /// configuration (`res_nsearch(3)`: the same servers, search list and absolute names as
 /// `getaddrinfo`'s DNS), for its A and AAAA records, and the least TTL of the answer is the
 /// answer's lifetime — when the records name an address `getaddrinfo` gave. When none does
-/// (the name came from `/etc/hosts`, or from another NSS source), it has no lifetime.
+/// (the name came from `/etc/hosts`, or from another NSS source), it has no lifetime. A name
+/// `getaddrinfo` did not find is asked the same way (no addresses expected): DNS's negative
+/// answer lives its negative TTL (RFC 2308: the SOA's MINIMUM, at most the SOA's own TTL),
+/// so a name that is created is seen then; one with no SOA has no lifetime.
 ///
 /// The query blocks as `getaddrinfo` does, so it runs where GLib runs its lookups, on a
 /// worker thread of GIO's pool (`g_task_run_in_thread`), and is one lookup in the queue
 /// (its owner's turn, its slot, `maximumInFlight`) like the others. It is made after the
-/// addresses' lookup has answered (the answer is applied first), and only for a name whose
-/// lookup found addresses.
+/// addresses' lookup has answered (the answer is applied first), for a name whose lookup
+/// found addresses or found that it has none.
 extension GLibResolver {
     /// Not asked for a name of the hosts file (`localhost` among them): its answer has no
     /// lifetime, and a DNS query for it could wait on a server that never answers.
@@ -45,7 +48,8 @@ extension GLibResolver {
     }
 
     /// On a worker thread: the A and AAAA queries, and the least TTL of the answers that name
-    /// an expected address (-1: none). Touches nothing but the query, which is immutable.
+    /// an expected address, or with none expected of the negative answers (-1: none). Touches
+    /// nothing but the query, which is immutable.
     private nonisolated static let queryLifetime: GTaskThreadFunc = { task, _, data, _ in
         let query = Unmanaged<LifetimeQuery>.fromOpaque(data!).takeUnretainedValue()
         query.takeOver()
@@ -55,9 +59,18 @@ extension GLibResolver {
             let count = message.withUnsafeMutableBufferPointer {
                 reach_dns_query(query.name, type, $0.baseAddress, Int32($0.count))
             }
-            guard count > 0, let answer = NameLifetime.parse(Array(message[..<min(Int(count), message.count)])),
-                  answer.addresses.contains(where: query.expected.contains) else { continue }
-            least = least < 0 ? Int(answer.ttl) : min(least, Int(answer.ttl))
+            guard count > 0 else { continue }
+            let reply = Array(message[..<min(Int(count), message.count)])
+            let ttl: UInt32?
+            if query.expected.isEmpty {
+                ttl = NameLifetime.parseNegative(reply)
+            } else if let answer = NameLifetime.parse(reply), answer.addresses.contains(where: query.expected.contains) {
+                ttl = answer.ttl
+            } else {
+                ttl = nil
+            }
+            guard let ttl else { continue }
+            least = least < 0 ? Int(ttl) : min(least, Int(ttl))
         }
         query.handOver()
         g_task_return_int(task, least)

@@ -14,8 +14,10 @@ public protocol NameResolver: AnyObject {
 
     /// How long `host`'s answer `addresses` lives (its DNS TTL, seconds), in `owner`'s turn:
     /// `nil` when no DNS answer names any of them (the name came from `/etc/hosts` or
-    /// another source with no lifetime) or none came. `nil` returned: this resolver knows
-    /// no lifetimes (the refresh interval and the network's events alone ask again).
+    /// another source with no lifetime) or none came. With no `addresses` (the name was not
+    /// found), how long that answer lives: DNS's negative TTL (RFC 2308), `nil` without one.
+    /// `nil` returned: this resolver knows no lifetimes (the refresh interval and the
+    /// network's events alone ask again).
     func lifetime(of host: String, addresses: [IPAddress], owner: UserID,
                   completion: @escaping (UInt32?) -> Void) -> (any NameLookup)?
 }

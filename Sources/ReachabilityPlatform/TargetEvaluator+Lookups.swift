@@ -5,8 +5,8 @@ import ReachabilityLoop
 /// Host names, looked up through the evaluator's `NameResolver`: on every network
 /// change (the resolver's files — resolv.conf, /etc/hosts, nsswitch.conf — included), on
 /// demand (`Refresh`, a new target), every `refreshInterval` seconds while host targets
-/// exist, when their answer's lifetime runs out, and again shortly after a temporary
-/// failure (`LookupSchedule`).
+/// exist, when their answer's lifetime runs out (a name not found: its negative answer's),
+/// and again shortly after a temporary failure (`LookupSchedule`).
 extension TargetEvaluator {
     /// Looks `target`'s name up (again) when it is looked up at all; a lookup in flight is
     /// followed by one more. Its answer is applied at once (`apply`), and the sink hears
@@ -47,7 +47,7 @@ extension TargetEvaluator {
                 return
             }
             self.retryIfTemporary(result, target: target, host: host)
-            if case .success(let addresses) = result, !addresses.isEmpty {
+            if let addresses = Self.answerWithLifetime(result) {
                 if host.ttl > 0, previous == host.resolution {
                     // The same answer (a network change asked again): the lifetime it had.
                     self.oweLookup(target, ttl: host.ttl)
@@ -58,6 +58,16 @@ extension TargetEvaluator {
                 host.ttl = 0
             }
             self.sink?.lookupFinished(target)
+        }
+    }
+
+    /// The addresses whose lifetime a lookup's answer is asked: the addresses found, or none
+    /// for a name not found (its negative answer's lifetime); `nil` for a temporary failure
+    /// (`retryIfTemporary` follows it) or an empty answer.
+    private static func answerWithLifetime(_ result: Result<[IPAddress], ResolveError>) -> [IPAddress]? {
+        switch result {
+        case .success(let addresses): addresses.isEmpty ? nil : addresses
+        case .failure(let error): error.isTemporary ? nil : []
         }
     }
 

@@ -114,11 +114,21 @@ def _qname(packet: bytes) -> tuple:
     return ".".join(labels).lower(), qtype, i + 4
 
 
-def dns_answer(packet: bytes, failing: frozenset = frozenset(), table: Optional[dict] = None) -> tuple:
+def soa_record(ttl: int) -> bytes:
+    """An authority record for a negative answer (RFC 2308): ``test. SOA ns.test. hostmaster.test.``,
+    its own TTL and its MINIMUM both ``ttl``: the answer's negative TTL."""
+    test = b"\x04test\x00"
+    data = b"\x02ns" + test + b"\x0ahostmaster" + test + struct.pack("!IIIII", 1, 1200, 120, 1209600, ttl)
+    return test + struct.pack("!HHIH", 6, 1, ttl, len(data)) + data
+
+
+def dns_answer(packet: bytes, failing: frozenset = frozenset(), table: Optional[dict] = None,
+               negative: Optional[dict] = None) -> tuple:
     """(zone, reply or None) for one query: ``fast`` answered, ``never`` dropped, ``other`` NXDOMAIN;
     a name in ``failing`` is answered SERVFAIL (zone ``servfail``: the server cannot answer for now).
     A name in ``table`` (``name: (address, TTL)``) is answered with that A (or, for an IPv6
-    address, AAAA) record alone (zone ``fast``), whatever its zone."""
+    address, AAAA) record alone (zone ``fast``), whatever its zone. An NXDOMAIN for a name in
+    ``negative`` (``name: TTL``) carries an SOA record with that negative TTL; others carry none."""
     try:
         name, qtype, end = _qname(packet)
     except (IndexError, ValueError, struct.error):
@@ -149,8 +159,12 @@ def dns_answer(packet: bytes, failing: frozenset = frozenset(), table: Optional[
         elif qtype == 28:
             records = struct.pack("!HHHIH", 0xC00C, 28, 1, 60, 16) + socket.inet_pton(socket.AF_INET6, FAST_V6)
             count = 1
+    authority = 0
+    if rcode == 3 and negative and name in negative:
+        records += soa_record(negative[name])
+        authority = 1
     flags = 0x8400 | 0x0100 | rcode  # response, authoritative, recursion desired echoed, rcode
-    header = struct.pack("!HHHHHH", ident, flags, 1, count, 0, 0)
+    header = struct.pack("!HHHHHH", ident, flags, 1, count, authority, 0)
     return {0: "fast", 2: "servfail"}.get(rcode, "other"), header + question + records
 
 
@@ -159,13 +173,14 @@ class DnsServer:
     glibc asks over UDP and our answers are small). A thread of this process, its socket
     made in the namespace; ``queries`` holds ``(monotonic time, zone, name)`` of each query.
     The names in ``failing`` (the test changes it) are answered SERVFAIL, those in ``records``
-    with the address and TTL it gives."""
+    with the address and TTL it gives; an NXDOMAIN for a name in ``negative`` has its negative TTL."""
 
     def __init__(self, netns: str):
         self.netns = netns
         self.queries: list = []
         self.failing: frozenset = frozenset()
         self.records: dict = {}
+        self.negative: dict = {}
         self.lock = threading.Lock()
         self.sock: Optional[socket.socket] = None
         self.thread: Optional[threading.Thread] = None
@@ -187,7 +202,7 @@ class DnsServer:
                 continue
             except OSError:
                 return
-            zone, reply = dns_answer(packet, self.failing, dict(self.records))
+            zone, reply = dns_answer(packet, self.failing, dict(self.records), dict(self.negative))
             try:
                 name = _qname(packet)[0]
             except (IndexError, ValueError, struct.error):

@@ -6,8 +6,10 @@ the test decides when a name fails and when it answers.
   ``G_RESOLVER_ERROR_TEMPORARY_FAILURE``, "Temporary failure in name resolution") is
   looked up again on its own, after a short wait that grows; the held host becomes
   reachable once the server answers, with no call from its holder.
-* A name that does not exist (NXDOMAIN) is an answer: it is not asked again. A released
-  host is not asked again either, and once nothing is owed the daemon does not wake.
+* A name that does not exist (NXDOMAIN) is an answer: without an SOA (no negative TTL) it is
+  not asked again; with one, again when its negative TTL runs out, so a name that is created
+  is seen then. A released host is not asked again either, and once nothing is owed the
+  daemon does not wake.
 * The resolver's file changes (the daemon's ``/etc/resolv.conf`` is bind-mounted from the
   lab's): a fact that changed, so the held names are looked up again.
 * Names follow their answers (docs/design.md, "Names follow their answers"): a held name is looked up again when its
@@ -137,6 +139,28 @@ def test_a_name_whose_answer_moves_is_followed_at_its_ttl(tenant_lab):
     # TTL's A and AAAA), so no more than two lookups' queries in these 7 s.
     asked = lab.dns.count(name_contains=name, since=moved)
     assert asked <= 8, f"{asked} queries of {name} in {time.monotonic() - moved:.1f} s"
+
+
+def test_a_name_that_appears_is_seen_at_its_negative_ttl(tenant_lab):
+    """appearing.test does not exist (NXDOMAIN with an SOA whose negative TTL is 5 s: RFC 2308),
+    then it is created: the held name is reachable within the negative TTL + 2 s, with no network
+    event and no call. Before, it stayed not found until the refresh interval (300 s). Not by
+    asking all the time: at most two lookups' queries in those 7 s."""
+    lab = tenant_lab
+    name = "appearing.test"
+    lab.dns.negative = {name: 5}
+    lab.start_daemon()
+    appearing = watch(lab, name)
+    appearing.wait_props({"Status": 0}, f"{name}: not found")
+    assert "Temporary failure" not in appearing.props["Error"], appearing.describe()
+    appearing.barrier()
+    lab.dns.records = {name: ("192.0.2.10", 5)}
+    created = time.monotonic()
+    appearing.wait_status(2, REACHABLE | IS_DIRECT, f"{name} reachable once it exists", timeout=7.0)
+    took = time.monotonic() - created
+    assert took <= 7.0, f"seen after {took:.1f} s"
+    asked = lab.dns.count(name_contains=name, since=created)
+    assert asked <= 8, f"{asked} queries of {name} in {time.monotonic() - created:.1f} s"
 
 
 def test_an_outage_longer_than_the_retries_is_followed_at_the_capped_interval(tenant_lab):

@@ -74,13 +74,13 @@ struct NameLifetimeTests {
         #expect(evaluator.schedule.count == 0 && evaluator.schedule.deadline == nil)
     }
 
-    @Test("a failed lookup asks no lifetime; a new reason to look up replaces a lifetime query at once")
+    @Test("a temporary failure asks no lifetime; a new reason to look up replaces a lifetime query at once")
     @LoopActor func replaced() throws {
         let (evaluator, resolver, sink) = evaluator()
         let host = WatchedTarget(.host("moving.example"))
         sink.targets = [host]
         evaluator.networkChanged()
-        #expect(resolver.fail("moving.example", "Name or service not known"))
+        #expect(resolver.fail("moving.example", "Temporary failure in name resolution", temporary: true))
         #expect(resolver.lifetimeQueries.isEmpty)
         evaluator.resolve(host)
         #expect(resolver.answer("moving.example", ["198.51.100.80"]))
@@ -91,6 +91,39 @@ struct NameLifetimeTests {
         #expect(resolver.answer("moving.example", ["198.51.100.80"]) && resolver.lifetimeQueries.count == 2)
         host.cancel()
         #expect(resolver.lifetimeQueries.last?.isCancelled == true, "a target that goes cancels it")
+    }
+
+    @Test("a name not found lives its negative TTL: asked again then (never before 5 s), unasked with none")
+    @LoopActor func negative() throws {
+        let (evaluator, resolver, sink) = evaluator()
+        let host = WatchedTarget(.host("appearing.example"))
+        sink.targets = [host]
+        evaluator.networkChanged()
+        #expect(resolver.fail("appearing.example", "Name or service not known"))
+        let query = try #require(resolver.lifetimeQueries.last)
+        #expect(query.host == "appearing.example" && query.addresses.isEmpty, "its negative answer's lifetime")
+        let asked = MonotonicClock.microseconds()
+        #expect(resolver.answerLifetime("appearing.example", 10))
+        let watched = try #require(host.host)
+        let due = try #require(evaluator.schedule.due(watched)) - asked
+        #expect(due > 7_900_000 && due <= 10_000_000, "due \(due) µs after a 10 s negative answer")
+
+        // Due: still not found, the same answer: the lifetime it had, no new query.
+        evaluator.schedule.makeDue(now: try #require(evaluator.schedule.deadline))
+        #expect(resolver.fail("appearing.example", "Name or service not known"))
+        #expect(resolver.lifetimeQueries.count == 1 && evaluator.schedule.count == 1)
+        // Created: found, and its own lifetime asked.
+        evaluator.schedule.makeDue(now: try #require(evaluator.schedule.deadline))
+        #expect(resolver.answer("appearing.example", ["198.51.100.80"]))
+        #expect(host.state.flags == .reachable && resolver.lifetimeQueries.last?.addresses.count == 1)
+
+        // A negative answer with no lifetime (no SOA): nothing owed.
+        let other = WatchedTarget(.host("missing.example"))
+        sink.targets.append(other)
+        evaluator.resolve(other)
+        #expect(resolver.fail("missing.example", "Name or service not known"))
+        #expect(resolver.answerLifetime("missing.example", nil))
+        #expect(evaluator.schedule.due(try #require(other.host)) == nil)
     }
 
     @Test("a popular TTL is spread: 1000 names given 60 s at one moment come due over 12 s")
@@ -128,5 +161,34 @@ struct NameLifetimeTests {
         #expect(NameLifetime.parse(servfail) == nil)
         #expect(NameLifetime.parse(Array(message.prefix(message.count - 3))) == nil, "truncated")
         #expect(NameLifetime.parse(Array(message.prefix(12))) == nil)
+        #expect(NameLifetime.parseNegative(message) == nil, "an address is no negative answer")
+    }
+
+    @Test("negative answers (RFC 2308): the least of the SOA's TTL and MINIMUM; none without an SOA")
+    func parseNegative() {
+        let name: [UInt8] = [7] + Array("missing".utf8) + [4] + Array("test".utf8) + [0]
+        // Header: NXDOMAIN, 1 question, 0 answers, 1 authority record.
+        var message: [UInt8] = [0x12, 0x34, 0x84, 0x03, 0, 1, 0, 0, 0, 1, 0, 0] + name + [0, 1, 0, 1]
+        // test SOA, TTL 900: ns.test hostmaster.test 1 1200 120 1209600 MINIMUM 5
+        let soa: [UInt8] = [2] + Array("ns".utf8) + [0xC0, 20] + [10] + Array("hostmaster".utf8) + [0xC0, 20]
+            + [0, 0, 0, 1, 0, 0, 0x04, 0xB0, 0, 0, 0, 0x78, 0, 0x12, 0x75, 0, 0, 0, 0, 5]
+        message += [0xC0, 20, 0, 6, 0, 1, 0, 0, 0x03, 0x84, 0, UInt8(soa.count)] + soa
+        #expect(NameLifetime.parseNegative(message) == 5)
+        // Trailing zeros (the resolver's buffer, whose length it did not give) are no record.
+        #expect(NameLifetime.parseNegative(message + [UInt8](repeating: 0, count: 64)) == 5)
+        var shortTTL = message
+        shortTTL[message.count - soa.count - 3] = 2  // the SOA record's own TTL: 2 s
+        shortTTL[message.count - soa.count - 4] = 0
+        #expect(NameLifetime.parseNegative(shortTTL) == 2, "at most the SOA's own TTL")
+        var nodata = message
+        nodata[3] = 0x00
+        #expect(NameLifetime.parseNegative(nodata) == 5, "NOERROR without an address (NODATA)")
+        var servfail = message
+        servfail[3] = 0x02
+        #expect(NameLifetime.parseNegative(servfail) == nil)
+        var withoutSOA = Array(message.prefix(12 + name.count + 4))
+        withoutSOA[9] = 0
+        #expect(NameLifetime.parseNegative(withoutSOA) == nil, "no SOA: no lifetime")
+        #expect(NameLifetime.parseNegative(Array(message.dropLast(3))) == nil, "an SOA cut short")
     }
 }
