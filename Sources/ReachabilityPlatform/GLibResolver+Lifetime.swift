@@ -22,11 +22,14 @@ import Synchronization
 /// addresses' lookup has answered (the answer is applied first), for a name whose lookup
 /// found addresses or found that it has none.
 extension GLibResolver {
-    /// Not asked for a name of the hosts file (`localhost` among them): its answer has no
-    /// lifetime, and a DNS query for it could wait on a server that never answers.
+    /// Not asked for a name of the hosts file (`localhost` among them) where the file is asked
+    /// first: its answer has no lifetime, and a DNS query for it could wait on a server that
+    /// never answers. Where DNS is asked first (`hosts: dns files`), the name's answer is DNS's.
     public func lifetime(of host: String, addresses: [IPAddress], owner: UserID,
                          completion: @escaping (UInt32?) -> Void) -> (any NameLookup)? {
-        if hostsFile.names.contains(host.hasSuffix(".") ? String(host.dropLast()) : host) { return nil }
+        if !nameServiceOrder.value, hostsFile.value.contains(host.hasSuffix(".") ? String(host.dropLast()) : host) {
+            return nil
+        }
         return enqueue(Lookup(host: host, owner: owner, work: .lifetime(addresses: addresses, completion)))
     }
 
@@ -114,18 +117,23 @@ final class LifetimeQuery: Sendable {
     func takeOver() { _ = handOvers.load(ordering: .acquiring) }
 }
 
-/// The names of the hosts file (`/etc/hosts`), read again when it changed (its modification
-/// time and size, one `stat` per use).
+/// A configuration file's meaning, read again when the file changed (its modification time
+/// and size, one `stat` per use).
 @LoopActor
-final class HostsFile {
+final class StampedFile<Value> {
     private let path: String
+    private let parse: (String) -> Value
     private var stamp: (Int, Int, Int)?
-    private(set) var cached: Set<String> = []
+    private var cached: Value
 
-    init(path: String = "/etc/hosts") { self.path = path }
+    init(path: String, parse: @escaping (String) -> Value) {
+        self.path = path
+        self.parse = parse
+        cached = parse("")
+    }
 
     /// Wraps `open(2)` and `fstat(2)`.
-    var names: Set<String> {
+    var value: Value {
         var info = stat()
         var now: (Int, Int, Int)?
         if case .success(let fd) = Syscall.call({ open(path, O_RDONLY | O_CLOEXEC) }) {
@@ -136,9 +144,17 @@ final class HostsFile {
         }
         if let now, let stamp, now == stamp { return cached }
         stamp = now
-        cached = Self.parse(Syscall.readFile(path, limit: 1 << 20) ?? "")
+        cached = parse(Syscall.readFile(path, limit: 1 << 20) ?? "")
         return cached
     }
+}
+
+/// The hosts file (`/etc/hosts`) and the order the name service asks it in
+/// (`/etc/nsswitch.conf`'s `hosts:` line): which names `getaddrinfo` answers from the file
+/// rather than from DNS.
+enum HostsFile {
+    static let path = "/etc/hosts"
+    static let nameServicePath = "/etc/nsswitch.conf"
 
     /// Every name of every line (the address first, `#` comments aside), lower-cased.
     nonisolated static func parse(_ text: String) -> Set<String> {
@@ -148,5 +164,21 @@ final class HostsFile {
             for name in fields.dropFirst() { names.insert(name.lowercased()) }
         }
         return names
+    }
+
+    /// Whether `nsswitch.conf`'s `hosts:` line asks DNS (`dns`) before the hosts file (`files`,
+    /// or `resolve`, whose systemd-resolved answers the file's names itself); without the line
+    /// or the file, glibc's default, `dns [!UNAVAIL=return] files`, does. A name of the file is
+    /// then DNS's answer, with its TTL.
+    nonisolated static func asksDNSFirst(nsswitch text: String) -> Bool {
+        for line in text.split(separator: "\n") {
+            let fields = line.prefix { $0 != "#" }.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard let key = fields.first, key == "hosts:" || (key == "hosts" && fields.dropFirst().first == ":") else {
+                continue
+            }
+            let first = fields.dropFirst().first { ["dns", "files", "resolve"].contains($0) }
+            return first == "dns"
+        }
+        return true
     }
 }

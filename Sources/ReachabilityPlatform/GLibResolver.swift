@@ -60,8 +60,11 @@ public final class GLibResolver: NameResolver {
     public private(set) var peakInFlight = 0
 
     private let logger: Logger
-    /// The hosts file's names: they are not asked a lifetime (`lifetime(of:…)`).
-    let hostsFile = HostsFile()
+    /// The hosts file's names: they are not asked a lifetime (`lifetime(of:…)`) unless DNS
+    /// is asked before the file (`nameServiceOrder`).
+    let hostsFile = StampedFile(path: HostsFile.path, parse: HostsFile.parse)
+    /// Whether the name service asks DNS before the hosts file (`HostsFile.asksDNSFirst`).
+    let nameServiceOrder = StampedFile(path: HostsFile.nameServicePath) { HostsFile.asksDNSFirst(nsswitch: $0) }
 
     /// `logger` hears how far each burst of lookups went (at `debug`).
     public init(logger: Logger) {

@@ -120,7 +120,7 @@ extension NetworkObserver {
     static let resolverConfigurationPath = "/etc/resolv.conf"
     /// The other files `getaddrinfo` reads on each lookup: the hosts file, and which sources
     /// the name service switch asks (glibc reads it again once it has changed).
-    static let nameSourcePaths = ["/etc/hosts", "/etc/nsswitch.conf"]
+    static let nameSourcePaths = [HostsFile.path, HostsFile.nameServicePath]
 
     /// The kernel's routes to `addresses` (`nil`: no route, or netlink failed, which is logged).
     public func routes(to addresses: [IPAddress]) -> [RouteFact?] {

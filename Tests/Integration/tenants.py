@@ -262,20 +262,21 @@ def network_namespace(name: str):
 
 class ResolverDaemon(harness.Daemon):
     """reachabilityd in the lab's namespace (``ip netns exec`` execs it: the PID is the daemon's),
-    with ``/etc/resolv.conf`` and ``/etc/hosts`` bind-mounted from the lab's in the mount namespace
-    ``ip netns exec`` makes for it (the mounts reach nothing else: the machine's files are never
-    touched; a test writes the lab's)."""
+    with ``/etc/resolv.conf``, ``/etc/hosts`` and ``/etc/nsswitch.conf`` bind-mounted from the lab's
+    in the mount namespace ``ip netns exec`` makes for it (the mounts reach nothing else: the
+    machine's files are never touched; a test writes the lab's)."""
 
-    def __init__(self, netns: str, resolver: Path, *args, hosts: Optional[Path] = None, **kwargs):
+    def __init__(self, netns: str, resolver: Path, *args, hosts: Optional[Path] = None,
+                 nsswitch: Optional[Path] = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.netns = netns
         self.resolver = resolver
-        self.hosts = hosts
+        self.files = {"/etc/hosts": hosts, "/etc/nsswitch.conf": nsswitch}
 
     def argv(self) -> list:
-        hosts = f'mount --bind "{self.hosts}" /etc/hosts && ' if self.hosts else ""
+        mounts = "".join(f'mount --bind "{source}" {target} && ' for target, source in self.files.items() if source)
         return harness.Namespaces.exec_argv(self.netns) + [
-            "/bin/sh", "-c", hosts + 'mount --bind "$0" /etc/resolv.conf && exec "$@"', str(self.resolver),
+            "/bin/sh", "-c", mounts + 'mount --bind "$0" /etc/resolv.conf && exec "$@"', str(self.resolver),
             str(self.binary)] + self.args
 
 
@@ -357,6 +358,7 @@ class TenantLab(harness.Lab):
         self.children: list = []
         self.resolver = self.directory / "resolv.conf"
         self.hosts = self.directory / "hosts"
+        self.nsswitch = self.directory / "nsswitch.conf"
         self.tree = self.directory / "tree"
 
     def start(self) -> "TenantLab":
@@ -381,6 +383,10 @@ class TenantLab(harness.Lab):
         # The daemon's /etc/hosts: the machine's, which the test may add to.
         self.hosts.write_text(Path("/etc/hosts").read_text() if Path("/etc/hosts").exists() else "127.0.0.1 localhost\n")
         self.hosts.chmod(0o644)
+        # The daemon's /etc/nsswitch.conf: the machine's, whose hosts line a test may change.
+        machine = Path("/etc/nsswitch.conf")
+        self.nsswitch.write_text(machine.read_text() if machine.exists() else "hosts: files dns\n")
+        self.nsswitch.chmod(0o644)
         # The children run as other users, from a copy of the files of the checkout they read
         # (this module, the harness, the contract the harness takes the names from).
         for source in (Path(__file__), Path(harness.__file__), harness.CONTRACT_XML):
@@ -391,7 +397,8 @@ class TenantLab(harness.Lab):
         return self
 
     def new_daemon(self, log: Path, args: Optional[list]) -> harness.Daemon:
-        return ResolverDaemon(self.netns, self.resolver, self.bus.address, log, args=args, hosts=self.hosts)
+        return ResolverDaemon(self.netns, self.resolver, self.bus.address, log, args=args, hosts=self.hosts,
+                              nsswitch=self.nsswitch)
 
     def start_daemon(self, *extra: str) -> harness.Daemon:
         """reachabilityd (root, kernel backend, ``extra`` arguments), once it owns its name and has

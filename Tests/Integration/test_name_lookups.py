@@ -15,7 +15,8 @@ the test decides when a name fails and when it answers.
 * Names follow their answers (docs/design.md, "Names follow their answers"): a held name is looked up again when its
   answer's TTL runs out (never sooner than 5 s); after an outage longer than the quick
   retries, every 30 s; at once when ``/etc/hosts`` changes (the daemon's is bind-mounted
-  from the lab's: the machine's is never touched). A name with a trailing dot is absolute:
+  from the lab's: the machine's is never touched); a name DNS answers before the hosts file
+  (``hosts: dns files``) at its DNS TTL, though the file names it too. A name with a trailing dot is absolute:
   no search list, as ``getent ahosts name.``.
 """
 
@@ -197,3 +198,28 @@ def test_a_name_added_to_or_removed_from_the_hosts_file_is_followed_within_a_sec
     assert held.props["Addresses"] == ["192.0.2.20"], held.describe()
     lab.hosts.write_text(original)
     held.wait_props({"Status": 0, "Addresses": []}, f"{name} gone with its line", timeout=1.0)
+
+
+def test_a_name_dns_answers_before_the_hosts_file_follows_its_ttl(tenant_lab):
+    """``hosts: dns files``: both.test is in the daemon's /etc/hosts (192.0.2.30) and in DNS
+    (192.0.2.10, TTL 5 s), so getaddrinfo answers DNS's address; DNS moves it to 198.51.100.7
+    (unreachable in the lab): the held name follows within TTL + 2 s, as any DNS name does.
+    Before, a name of the hosts file was never asked its TTL, whatever the order: it kept the
+    old address until the refresh interval (300 s)."""
+    lab = tenant_lab
+    name = "both.test"
+    lab.namespaces.ip(lab.netns, "route", "add", "unreachable", "198.51.100.0/24")
+    lab.nsswitch.write_text("".join(line for line in lab.nsswitch.read_text().splitlines(keepends=True)
+                                    if not line.startswith("hosts:")) + "hosts: dns files\n")
+    with open(lab.hosts, "a", encoding="ascii") as hosts:
+        hosts.write(f"192.0.2.30 {name}\n")
+    lab.dns.records = {name: ("192.0.2.10", 5)}
+    lab.start_daemon()
+    both = watch(lab, name)
+    both.wait_props({"Addresses": ["192.0.2.10"], "Status": 2}, f"{name}: DNS's answer, asked first")
+    both.barrier()
+    lab.dns.records = {name: ("198.51.100.7", 5)}
+    moved = time.monotonic()
+    both.wait_props({"Addresses": ["198.51.100.7"], "Status": 0}, f"{name} follows DNS's new answer", timeout=7.0)
+    took = time.monotonic() - moved
+    assert took <= 7.0, f"followed after {took:.1f} s"

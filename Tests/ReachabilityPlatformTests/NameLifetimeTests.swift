@@ -145,6 +145,16 @@ struct NameLifetimeTests {
         #expect(HostsFile.parse(text) == ["localhost", "localhost.localdomain", "ip6-localhost"])
     }
 
+    @Test("which of DNS and the hosts file the name service asks first (nsswitch.conf's hosts line)")
+    func nameServiceOrder() {
+        #expect(!HostsFile.asksDNSFirst(nsswitch: "passwd: files\nhosts:          files mdns4_minimal [NOTFOUND=return] dns\n"))
+        #expect(HostsFile.asksDNSFirst(nsswitch: "hosts: mdns4_minimal [NOTFOUND=return] dns files # DNS first\n"))
+        #expect(!HostsFile.asksDNSFirst(nsswitch: "hosts: mymachines resolve [!UNAVAIL=return] files myhostname dns\n"),
+                "systemd-resolved answers the file's names itself")
+        #expect(!HostsFile.asksDNSFirst(nsswitch: "# hosts: dns files\nhosts : files dns\n"), "comments aside")
+        #expect(HostsFile.asksDNSFirst(nsswitch: ""), "no hosts line: glibc's default, dns [!UNAVAIL=return] files")
+    }
+
     @Test("DNS answers: the addresses and the least TTL, CNAMEs included; errors and no address are nil")
     func parse() {
         // Header: id, flags (response, NOERROR), 1 question, 2 answers.
