@@ -6,7 +6,8 @@ public enum InvalidationReason: String, Sendable, Hashable, CaseIterable {
     case resumed
     /// The network the default route leads to is another (`NetworkIdentity` changed).
     case networkChanged = "network-changed"
-    /// The default route's preferred source address changed.
+    /// A source address connections were made from (a default route's preferred source, now
+    /// or before) left its link; another preferred source alone is not this.
     case sourceChanged = "source-changed"
     /// A VPN came or went on the default path.
     case vpnChanged = "vpn-changed"

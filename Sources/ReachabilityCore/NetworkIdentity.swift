@@ -82,15 +82,25 @@ public enum NetworkIdentity {
 
     /// Why a connection made before may be broken, from one path evaluation to the next
     /// (`nil`: nothing). One reason per evaluation, the weightiest: another network, a VPN
-    /// that came or went on the path, another source address, another DNS configuration.
-    /// A network that goes and comes back the same (a flap: identity → "" → identity) is
-    /// no change; one that comes back another is.
+    /// that came or went on the path, a source address connections were made from that is
+    /// gone, another DNS configuration. A network that goes and comes back the same (a flap:
+    /// identity → "" → identity) is no change; one that comes back another is. Another
+    /// preferred source is no change while the one before stays on its link (a privacy
+    /// address rotating: the older one, deprecated, still carries the connections made from
+    /// it until its valid lifetime ends); its removal is.
     public static func invalidation(from old: Observed, to new: Observed, lastNetwork: String) -> InvalidationReason? {
         if !new.identity.isEmpty && !lastNetwork.isEmpty && new.identity != lastNetwork { return .networkChanged }
         if old.vpn != new.vpn { return .vpnChanged }
-        if !new.sources.isEmpty && !old.sources.isEmpty && old.sources != new.sources { return .sourceChanged }
+        if !new.sources.isEmpty && old.inUse.contains(where: { !new.addresses.contains($0) }) { return .sourceChanged }
         if old.dns != new.dns { return .dnsChanged }
         return nil
+    }
+
+    /// The source addresses connections may have been made from as of `new`: its preferred
+    /// sources, and those of before (`previous`, the last evaluation's) still on a link.
+    /// Bounded by the links' addresses.
+    public static func inUse(previous: [String], new: Observed) -> [String] {
+        new.sources + previous.filter { new.addresses.contains($0) && !new.sources.contains($0) }
     }
 
     /// What one path evaluation saw that an invalidation compares.
@@ -101,13 +111,22 @@ public enum NetworkIdentity {
         public var vpn: String?
         /// The default routes' preferred source addresses (IPv4 first); empty without one.
         public var sources: [String]
+        /// The source addresses connections may have been made from (`NetworkIdentity.inUse`):
+        /// the preferred ones, and the earlier ones still on a link.
+        public var inUse: [String]
+        /// Every address on the links (but those duplicate address detection failed): what a
+        /// connection can still be bound to.
+        public var addresses: Set<String>
         /// The DNS configuration in a comparable form.
         public var dns: String
 
-        public init(identity: String = "", vpn: String? = nil, sources: [String] = [], dns: String = "") {
+        public init(identity: String = "", vpn: String? = nil, sources: [String] = [], addresses: Set<String>? = nil,
+                    dns: String = "") {
             self.identity = identity
             self.vpn = vpn
             self.sources = sources
+            self.inUse = sources
+            self.addresses = addresses ?? Set(sources)
             self.dns = dns
         }
     }

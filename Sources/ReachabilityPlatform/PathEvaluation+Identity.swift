@@ -33,9 +33,11 @@ extension PathEvaluation {
         if linkLayers.count > 64 { linkLayers = [:] }
         let ssid = ssids.ssid(links: routes.map(\.link), known: facts.devices.compactMapValues(\.ssid))
         let preferred = state.interfaces.first(where: \.isUsable)
+        let addresses = Set((facts.addresses ?? []).filter { !$0.isDADFailed }.map(\.address))
         return NetworkIdentity.Observed(
             identity: NetworkIdentityKey.identity(of: NetworkIdentity.material(routes: routes, ssid: ssid)),
-            vpn: preferred?.isVPN == true ? preferred?.name : nil, sources: sources, dns: source.dnsConfiguration())
+            vpn: preferred?.isVPN == true ? preferred?.name : nil, sources: sources, addresses: addresses,
+            dns: source.dnsConfiguration())
     }
 
     /// "192.0.2.0/24" for 192.0.2.1 with a /24.

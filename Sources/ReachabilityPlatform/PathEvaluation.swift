@@ -43,6 +43,7 @@ final class PathEvaluation {
         }
         count += 1
         let invalidation = observed.flatMap { NetworkIdentity.invalidation(from: $0, to: seen, lastNetwork: lastNetwork) }
+        seen.inUse = NetworkIdentity.inUse(previous: observed?.inUse ?? [], new: seen)
         observed = seen
         if !seen.identity.isEmpty { lastNetwork = seen.identity }
         let changed = new != state

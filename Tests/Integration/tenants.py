@@ -400,11 +400,13 @@ class TenantLab(harness.Lab):
         return ResolverDaemon(self.netns, self.resolver, self.bus.address, log, args=args, hosts=self.hosts,
                               nsswitch=self.nsswitch)
 
-    def start_daemon(self, *extra: str) -> harness.Daemon:
+    def start_daemon(self, *extra: str, verbose: bool = False) -> harness.Daemon:
         """reachabilityd (root, kernel backend, ``extra`` arguments), once it owns its name and has
-        published its first answer for the internet (Status 2: the uplink has a default route)."""
+        published its first answer for the internet (Status 2: the uplink has a default route);
+        with ``--verbose`` unless REACH_TEST_QUIET is set, and always with ``verbose`` (a test that
+        reads its debug lines)."""
         args = ["--system", "--backend", "kernel"] + list(extra)
-        if not os.environ.get("REACH_TEST_QUIET"):
+        if verbose or not os.environ.get("REACH_TEST_QUIET"):
             args.append("--verbose")
         self.daemon_process = self.daemon(args=args)
         harness.wait_until(lambda: self._status() == harness.STATUS_WIFI_ETHERNET, harness.START_TIMEOUT,

@@ -5,8 +5,10 @@
 The gateway's link-layer address is the test's (a permanent neighbour entry): a carrier flap
 on the same network keeps the identity and invalidates nothing; another host behind the same
 IP address (another link-layer address) is another network — a new identity and
-``Invalidated("network-changed")`` once, while ``Flags`` stay the same. A new preferred source
-address is ``source-changed``, a new name server ``dns-changed``, each once. A VPN (a tun
+``Invalidated("network-changed")`` once, while ``Flags`` stay the same. Another preferred source
+address is nothing while the one before stays on the link (a privacy address rotating); a source
+connections were made from that leaves the link is ``source-changed``; a new name server
+``dns-changed``; each once. A VPN (a tun
 device with a process attached, OpenVPN's two /1 routes over the default route) that comes or
 goes is ``vpn-changed``, once each way, and not ``network-changed``: the network under it stays.
 
@@ -89,18 +91,39 @@ def test_network_identity_follows_the_gateway_not_a_flap(tenant_lab):
     assert second != first
 
 
+def change_sources(lab) -> None:
+    """192.0.2.2 added and made the default route's preferred source, then 192.0.2.1 again, each
+    step once the daemon has evaluated the path after the one before (its debug line: the daemon
+    coalesces the events of one moment into one evaluation, which would never see 192.0.2.2
+    preferred); then 192.0.2.2, a source connections were made from, is removed."""
+    daemon = lab.daemon_process
+
+    def evaluated() -> int:
+        return daemon.log_text().count("path evaluated in ")
+
+    for command in (("addr", "add", "192.0.2.2/24", "dev", UPLINK),
+                    ("route", "replace", "default", "via", GATEWAY_V4, "dev", UPLINK, "src", "192.0.2.2"),
+                    ("route", "replace", "default", "via", GATEWAY_V4, "dev", UPLINK, "src", "192.0.2.1")):
+        before = evaluated()
+        lab.namespaces.ip(lab.netns, *command)
+        harness.wait_until(lambda before=before: evaluated() > before, harness.CHANGE_TIMEOUT,
+                           f"the path evaluated after ip {' '.join(command)}", daemon.log_text)
+    lab.namespaces.ip(lab.netns, "addr", "del", "192.0.2.2/24", "dev", UPLINK)
+
+
 def test_invalidated_once_per_event_with_its_reason(tenant_lab):
     lab = tenant_lab
     router(lab, ROUTER_A)
-    lab.start_daemon()
+    lab.start_daemon(verbose=True)
     path = watch_path(lab)
     flags = path.state[PATH_IFACE]["Flags"]
     before = identity(path)
 
-    # Another preferred source address on the same network.
-    lab.namespaces.ip(lab.netns, "addr", "add", "192.0.2.2/24", "dev", UPLINK)
+    # Another preferred source address on the same network, and back, while both stay on the
+    # link (a privacy address rotating: the older one still carries its connections): nothing.
+    # Then one that connections were made from leaves the link: source-changed, once.
     mark = path.mark()
-    lab.namespaces.ip(lab.netns, "route", "replace", "default", "via", GATEWAY_V4, "dev", UPLINK, "src", "192.0.2.2")
+    change_sources(lab)
     harness.wait_until(lambda: "source-changed" in invalidations(path, mark), harness.CHANGE_TIMEOUT,
                        "Invalidated(source-changed)", lambda: path.history(mark))
     assert invalidations(path, mark) == ["source-changed"], path.history(mark)
@@ -208,7 +231,7 @@ def test_network_invalidation_monitor_delivers_each_reason_once(tenant_lab):
     the daemon: another router, then another source address, each delivered once with its reason."""
     lab = tenant_lab
     router(lab, ROUTER_A)
-    lab.start_daemon()
+    lab.start_daemon(verbose=True)
     path = watch_path(lab)
     env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=lab.bus.address)
     process = subprocess.Popen(harness.Namespaces.exec_argv(lab.netns)  # pylint: disable=consider-using-with
@@ -229,9 +252,7 @@ def test_network_invalidation_monitor_delivers_each_reason_once(tenant_lab):
         router(lab, ROUTER_B)
         wait_line(lambda line: line == "invalidated network-changed", "the monitor's network-changed")
         assert invalidations(path, mark) == ["network-changed"], path.history(mark)
-        lab.namespaces.ip(lab.netns, "addr", "add", "192.0.2.2/24", "dev", UPLINK)
-        lab.namespaces.ip(lab.netns, "route", "replace", "default", "via", GATEWAY_V4, "dev", UPLINK, "src",
-                          "192.0.2.2")
+        change_sources(lab)
         wait_line(lambda line: line == "invalidated source-changed", "the monitor's source-changed")
         assert said() == ["network-changed", "source-changed"], lines
     finally:

@@ -66,7 +66,23 @@ struct NetworkIdentityTests {
         #expect(NetworkIdentity.invalidation(from: home, to: vpn, lastNetwork: "a") == .vpnChanged)
         var source = home
         source.sources = ["192.0.2.9"]
-        #expect(NetworkIdentity.invalidation(from: home, to: source, lastNetwork: "a") == .sourceChanged)
+        source.addresses = ["192.0.2.9"]
+        #expect(NetworkIdentity.invalidation(from: home, to: source, lastNetwork: "a") == .sourceChanged,
+                "the source before gone with it")
+        // A privacy address rotating: another preferred source, the older one still on its link.
+        var rotated = O(identity: "a", sources: ["2001:db8::b"], addresses: ["2001:db8::a", "2001:db8::b"],
+                        dns: home.dns)
+        let before = O(identity: "a", sources: ["2001:db8::a"], addresses: ["2001:db8::a"], dns: home.dns)
+        #expect(NetworkIdentity.invalidation(from: before, to: rotated, lastNetwork: "a") == nil,
+                "the older address still carries its connections")
+        rotated.inUse = NetworkIdentity.inUse(previous: before.inUse, new: rotated)
+        #expect(rotated.inUse == ["2001:db8::b", "2001:db8::a"])
+        // Its valid lifetime ends: removed, and the connections made from it with it.
+        var expired = O(identity: "a", sources: ["2001:db8::b"], addresses: ["2001:db8::b"], dns: home.dns)
+        #expect(NetworkIdentity.invalidation(from: rotated, to: expired, lastNetwork: "a") == .sourceChanged)
+        expired.inUse = NetworkIdentity.inUse(previous: rotated.inUse, new: expired)
+        #expect(expired.inUse == ["2001:db8::b"], "the gone one is no longer in use")
+        #expect(NetworkIdentity.invalidation(from: expired, to: expired, lastNetwork: "a") == nil, "once per event")
         var dns = home
         dns.dns = "nameserver 198.51.100.53"
         #expect(NetworkIdentity.invalidation(from: home, to: dns, lastNetwork: "a") == .dnsChanged)
