@@ -59,6 +59,11 @@ public enum Engine {
         if let cause = sourceCause(family: family, route: route, destination: destination, facts: facts) {
             return .unreachable(family, cause)
         }
+        // The caller's packets, not the route: a gateway that answers nobody carries nothing.
+        if route.kind == .unicast, route.hasGateway, route.nextHopFailed {
+            return .unreachable(family, Cause(.gatewayUnreachable, "the gateway \(route.gateway ?? "") does not "
+                + "answer on \(link.name) (its neighbour entry failed)"))
+        }
 
         var flags: ReachabilityFlags = .reachable
         switch route.kind {

@@ -54,6 +54,10 @@ public struct RouteFact: Sendable, Hashable {
     /// For an `unusable` route, its type in words: "unreachable", "prohibit",
     /// "blackhole" or "throw".
     public var rejection: String?
+    /// The next hop (`gateway`) does not answer on its link: the kernel's neighbour entry
+    /// for it failed and has not been resolved since (the platform keeps that verdict
+    /// through the entry's new attempts, `INCOMPLETE`, until one succeeds).
+    public var nextHopFailed = false
 
     public init(
         kind: Kind, hasGateway: Bool, interfaceIndex: Int32, gateway: String? = nil, metric: UInt32 = 0,

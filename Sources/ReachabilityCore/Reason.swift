@@ -19,6 +19,10 @@ public enum Reason: String, Sendable, Hashable, CaseIterable {
     /// The route is there, but the kernel's answer has no source address a packet
     /// can leave with (tentative or DAD-failed, link-local, loopback, none).
     case noSourceAddress = "no-source-address"
+    /// The route's gateway does not answer on its link: the kernel's neighbour entry for
+    /// it failed (ARP or IPv6 neighbour discovery went unanswered), and it has not been
+    /// resolved since. Apple's flags would stay set here (they follow routes only).
+    case gatewayUnreachable = "gateway-unreachable"
     /// The route goes through a VPN, and no other link can carry the tunnel's packets.
     case noUnderlay = "no-underlay"
     /// NetworkManager reports a captive portal: a login page stands in the way.
@@ -46,7 +50,8 @@ public enum Reason: String, Sendable, Hashable, CaseIterable {
         case .noNeighbour: 4
         case .noUnderlay: 5
         case .noSourceAddress: 6
-        case .interfaceProhibited, .connecting, .needsAuth, .lookupFailed, .portal: 7
+        case .gatewayUnreachable: 7
+        case .interfaceProhibited, .connecting, .needsAuth, .lookupFailed, .portal: 8
         }
     }
 }

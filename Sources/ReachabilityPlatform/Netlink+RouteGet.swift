@@ -229,10 +229,17 @@ extension Netlink {
             prefixLength: header.ifa_prefixlen)
     }
 
-    /// The link-layer address of `address`'s neighbour entry on `link` (`RTM_GETNEIGH` for one
-    /// entry, `ip neigh get ADDR dev LINK`); `nil` when there is none or it has none yet
-    /// (incomplete, failed).
+    /// The link-layer address of `address`'s neighbour entry on `link`; `nil` when there is
+    /// none or it has none yet (incomplete, failed).
     public func neighbour(of address: IPAddress, on link: Int32) throws(NetlinkError) -> [UInt8]? {
+        try neighbourEntry(of: address, on: link).linkLayer
+    }
+
+    /// `address`'s neighbour entry on `link` (`RTM_GETNEIGH` for one entry, `ip neigh get ADDR
+    /// dev LINK`): its state (`.absent` when there is none) and its link-layer address, if any.
+    public func neighbourEntry(of address: IPAddress, on link: Int32) throws(NetlinkError)
+        -> (state: NeighbourState, linkLayer: [UInt8]?)
+    {
         var message = ndmsg()
         message.ndm_family = UInt8(address.family == .ipv4 ? AF_INET : AF_INET6)
         message.ndm_ifindex = link
@@ -241,11 +248,12 @@ extension Netlink {
         do {
             answer = try request(type: UInt16(RTM_GETNEIGH), flags: 0, payload: payload)
         } catch where error.errno == ENOENT {
-            return nil
+            return (.absent, nil)
         }
         guard let (type, body) = answer.first, type == RTM_NEWNEIGH, body.count >= MemoryLayout<ndmsg>.size
-        else { return nil }
-        return Self.attributes(body, from: MemoryLayout<ndmsg>.size)[UInt16(NDA_LLADDR)]
+        else { return (.absent, nil) }
+        let entry = body.withUnsafeBytes { $0.loadUnaligned(as: ndmsg.self) }
+        return (NeighbourState(nud: entry.ndm_state), Self.attributes(body, from: MemoryLayout<ndmsg>.size)[UInt16(NDA_LLADDR)])
     }
 
     /// Waits for answers and returns every datagram queued, up to 64 per system

@@ -31,6 +31,8 @@ public final class NetworkObserver: NetworkFactSource {
     private var pending: SourceHandle?
     /// Route answers made stale by kernel events since the last `takeRouteInvalidation()`.
     private var pendingInvalidation = RouteInvalidation(all: true)
+    /// The gateways whose neighbour entry failed and has not been resolved since (`marked`).
+    private var failedNextHops: Set<NextHop> = []
     private let onChange: () -> Void
     private let logger: Logger
 
@@ -125,21 +127,21 @@ extension NetworkObserver {
     /// The kernel's routes to `addresses` (`nil`: no route, or netlink failed, which is logged).
     public func routes(to addresses: [IPAddress]) -> [RouteFact?] {
         asked("look up routes", or: addresses.map { _ in nil }) { () throws(NetlinkError) in
-            try netlink.routes(to: addresses)
+            try marked(netlink.routes(to: addresses))
         }
     }
 
     /// The kernel's routes to `addresses` for packets of `uid` (`RTA_UID`).
     public func routes(to addresses: [IPAddress], uid: UserID) -> [RouteFact?] {
         asked("look up routes", or: addresses.map { _ in nil }) { () throws(NetlinkError) in
-            try netlink.routes(to: addresses, uid: uid)
+            try marked(netlink.routes(to: addresses, uid: uid))
         }
     }
 
     /// The kernel's routes from each local address to each remote one for packets of `uid`.
     public func routes(pairs: [(local: IPAddress, remote: IPAddress)], uid: UserID) -> [RouteFact?] {
         asked("look up routes", or: pairs.map { _ in nil }) { () throws(NetlinkError) in
-            try netlink.routes(pairs: pairs, uid: uid)
+            try marked(netlink.routes(pairs: pairs, uid: uid))
         }
     }
 
@@ -151,14 +153,14 @@ extension NetworkObserver {
     /// The kernel's routes to each address for packets bound to its link.
     public func routes(bound queries: [(address: IPAddress, interface: Int32)]) -> [RouteFact?] {
         asked("look up routes", or: queries.map { _ in nil }) { () throws(NetlinkError) in
-            try netlink.routes(bound: queries)
+            try marked(netlink.routes(bound: queries))
         }
     }
 
     /// The kernel's routes from each local address to each remote one.
     public func routes(pairs: [(local: IPAddress, remote: IPAddress)]) -> [RouteFact?] {
         asked("look up routes", or: pairs.map { _ in nil }) { () throws(NetlinkError) in
-            try netlink.routes(pairs: pairs)
+            try marked(netlink.routes(pairs: pairs))
         }
     }
 
@@ -186,6 +188,38 @@ extension NetworkObserver {
         monitor?.follow(gateways: gateways)
     }
 
+    /// `routes` with each gateway's verdict (`RouteFact.nextHopFailed`): its neighbour entry
+    /// is read once per distinct gateway and link. A failed entry makes the gateway failed
+    /// until the entry is resolved (reachable, or valid: stale, delay, probe, permanent) or
+    /// gone (flushed with the carrier, or collected): the kernel's new attempts in between
+    /// (`INCOMPLETE`, at a program's next packet) keep the verdict, so that a dead gateway
+    /// is not told alive at every packet sent to it. The gateways of the routes are followed
+    /// (`follow(gateways:)`): their neighbour events ask the answers again.
+    private func marked(_ routes: [RouteFact?]) throws(NetlinkError) -> [RouteFact?] {
+        var verdicts: [NextHop: Bool] = [:]
+        var result = routes
+        for (index, route) in routes.enumerated() {
+            guard let route, route.kind == .unicast, route.hasGateway, let gateway = route.gateway,
+                  let address = try? IPAddress(parsing: gateway) else { continue }
+            let hop = NextHop(address: gateway, link: route.interfaceIndex)
+            if verdicts[hop] == nil {
+                switch try netlink.neighbourEntry(of: address, on: route.interfaceIndex).state {
+                case .failed: failedNextHops.insert(hop)
+                case .reachable, .valid, .absent: failedNextHops.remove(hop)
+                case .incomplete: break
+                }
+                verdicts[hop] = failedNextHops.contains(hop)
+            }
+            result[index]?.nextHopFailed = verdicts[hop] ?? false
+        }
+        // Bounded by the gateways in use: past this many, only this answer's are kept.
+        if failedNextHops.count > Self.failedNextHopLimit { failedNextHops = failedNextHops.filter { verdicts[$0] == true } }
+        return result
+    }
+
+    /// The most failed gateways remembered at once.
+    static let failedNextHopLimit = 64
+
     public func neighbour(of address: IPAddress, on link: Int32) -> [UInt8]? {
         asked("read the neighbour entry of \(address)", or: nil) { () throws(NetlinkError) in
             try netlink.neighbour(of: address, on: link)
@@ -201,4 +235,10 @@ extension NetworkObserver {
             ["nameserver", "search", "domain", "options"].contains { line.hasPrefix($0) }
         }.joined(separator: "\n")
     }
+}
+
+/// A gateway on a link (an IPv6 link-local gateway is another on each link).
+struct NextHop: Hashable {
+    var address: String
+    var link: Int32
 }

@@ -30,6 +30,8 @@ import fcntl
 import os
 import signal
 import struct
+import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Optional
@@ -482,6 +484,109 @@ def test_arp_off_and_on(online):
     online.sync()
     assert recorder.status_changes(mark) == [(0, 0), (2, REACHABLE)], recorder.describe(mark)
     recorder.assert_announced(mark)
+
+
+class NeighbourMonitor:
+    """``ip monitor neigh`` in A, each line with the time it was read (a thread reads them)."""
+
+    def __init__(self, lab: KernelLab):
+        self.lines: list = []
+        self.changed = threading.Condition()
+        self.process = subprocess.Popen(  # pylint: disable=consider-using-with
+            harness.Namespaces.exec_argv(lab.ns_a) + [harness.need_tool("ip"), "monitor", "neigh"],
+            stdout=subprocess.PIPE, text=True)
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            with self.changed:
+                self.lines.append((time.monotonic(), line.strip()))
+                self.changed.notify_all()
+
+    def mark(self) -> int:
+        with self.changed:
+            return len(self.lines)
+
+    def wait(self, address: str, state: str, start: int) -> float:
+        """When the kernel said ``address`` is in ``state`` (a line after ``start``)."""
+        deadline = time.monotonic() + harness.CHANGE_TIMEOUT
+        with self.changed:
+            while True:
+                for stamp, line in self.lines[start:]:
+                    if line.startswith(address + " ") and line.endswith(state):
+                        return stamp
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    shown = "\n".join(f"  {line}" for _, line in self.lines[start:])
+                    raise AssertionError(f"the kernel did not say {address} {state} within "
+                                         f"{harness.CHANGE_TIMEOUT:.0f} s; it said:\n{shown}")
+                self.changed.wait(left)
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+def send_packet(lab: KernelLab, destination: str) -> None:
+    """One UDP datagram from A to ``destination``'s discard port: a program's packet, which has
+    the kernel resolve the gateway on the way."""
+    harness.run(harness.Namespaces.exec_argv(lab.ns_a) + [
+        "/usr/bin/python3", "-c",
+        "import socket, sys; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'', (sys.argv[1], 9))",
+        destination])
+
+
+GATEWAY_GONE = dict(KERNEL_OFFLINE, Reason="gateway-unreachable",
+                    Error=f"the gateway {GATEWAY_V4} does not answer on {UPLINK} (its neighbour entry failed)")
+VERDICT_BOUND = 1.0  # seconds from the kernel's neighbour verdict to the daemon's answer
+
+
+def test_a_dead_gateway_behind_a_live_link_is_not_reachable(online):
+    """The gateway stops answering (its address leaves B's kup0: the link and its carrier stay, a
+    dead router behind a live switch). A program's packet has the kernel try to resolve it: once
+    the kernel marks its neighbour entry FAILED, the internet is not reachable, Reason
+    gateway-unreachable, within 1 s, with no route or link event. Another packet while it is
+    dead (the kernel tries again, INCOMPLETE, and fails again) changes nothing. The gateway back, the next packet
+    resolves it (REACHABLE): reachable within 1 s. One StatusChanged per change. Before, the
+    route alone was followed: reachable throughout."""
+    lab, recorder = online.lab, online.recorder
+    # Faster verdicts (3 probes 0.2 s apart), and none left from before.
+    lab.ip_a("neigh", "flush", "dev", UPLINK)
+    harness.run(harness.Namespaces.exec_argv(lab.ns_a) + [
+        "/bin/sh", "-c", f"echo 200 > /proc/sys/net/ipv4/neigh/{UPLINK}/retrans_time_ms"])
+    neighbours = NeighbourMonitor(lab)
+    try:
+        mark = recorder.mark()
+        lab.ip_b("addr", "del", f"{GATEWAY_V4}/24", "dev", UPLINK_PEER)
+        seen = neighbours.mark()
+        send_packet(lab, "203.0.113.9")
+        failed = neighbours.wait(GATEWAY_V4, "FAILED", seen)
+        recorder.wait_answer(GATEWAY_GONE, "not reachable once the gateway's entry failed", mark=mark)
+        took = time.monotonic() - failed
+        print(f"not reachable {took * 1000:.1f} ms after the kernel's FAILED")
+        assert took <= VERDICT_BOUND, f"told {took:.2f} s after the kernel's FAILED"
+        assert "state UP" in lab.ip_a("link", "show", UPLINK).stdout, "the test's link went down"
+
+        seen = neighbours.mark()
+        send_packet(lab, "203.0.113.9")
+        neighbours.wait(GATEWAY_V4, "FAILED", seen)  # its new attempt (INCOMPLETE is not announced) failed
+        online.sync()
+        assert recorder.status_changes(mark) == [(0, 0)], recorder.describe(mark)
+
+        lab.ip_b("addr", "add", f"{GATEWAY_V4}/24", "dev", UPLINK_PEER)
+        seen = neighbours.mark()
+        send_packet(lab, "203.0.113.9")
+        resolved = neighbours.wait(GATEWAY_V4, "REACHABLE", seen)
+        recorder.wait_answer(KERNEL_CONNECTED, "reachable once the gateway answers", mark=mark)
+        took = time.monotonic() - resolved
+        print(f"reachable {took * 1000:.1f} ms after the kernel's REACHABLE")
+        assert took <= VERDICT_BOUND, f"told {took:.2f} s after the kernel's REACHABLE"
+        online.sync()
+        assert recorder.status_changes(mark) == [(0, 0), (2, REACHABLE)], recorder.describe(mark)
+        recorder.assert_announced(mark)
+    finally:
+        neighbours.close()
 
 
 def route_get(lab: KernelLab, destination: str = "8.8.8.8") -> str:

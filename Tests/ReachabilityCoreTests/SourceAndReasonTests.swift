@@ -125,6 +125,21 @@ struct ReasonTests {
         #expect(target.reason == .noNeighbour && target.error == "ARP is off on eth0")
     }
 
+    @Test("a gateway whose neighbour entry failed carries nothing: gateway-unreachable, in words")
+    func failedGateway() {
+        var failed = RouteFact(kind: .unicast, hasGateway: true, interfaceIndex: 2, gateway: "192.0.2.1",
+                               source: "192.0.2.2")
+        failed.nextHopFailed = true
+        let target = Engine.evaluateInternet(facts(v4: failed, addresses: nil))
+        #expect(!target.isReachable && target.flags == [])
+        #expect(target.reason == .gatewayUnreachable
+                && target.error == "the gateway 192.0.2.1 does not answer on eth0 (its neighbour entry failed)")
+        // An on-link route has no gateway to fail; the mark means nothing there.
+        var onLink = RouteFact(kind: .unicast, hasGateway: false, interfaceIndex: 2, source: "192.0.2.2")
+        onLink.nextHopFailed = true
+        #expect(Engine.evaluateInternet(facts(v4: onLink, addresses: nil)).isReachable)
+    }
+
     @Test("reachable: no reason, no sentence")
     func reachable() {
         let target = Engine.evaluateInternet(facts(v4: Self.gateway, addresses: nil))
