@@ -199,10 +199,9 @@ extension NetworkObserver {
         var verdicts: [NextHop: Bool] = [:]
         var result = routes
         for (index, route) in routes.enumerated() {
-            guard let route, route.kind == .unicast, route.hasGateway, let gateway = route.gateway,
-                  let address = try? IPAddress(parsing: gateway) else { continue }
+            guard let route, route.kind == .unicast, route.hasGateway, let gateway = route.gateway else { continue }
             let hop = NextHop(address: gateway, link: route.interfaceIndex)
-            if verdicts[hop] == nil {
+            if verdicts[hop] == nil, let address = try? IPAddress(parsing: gateway) {
                 switch try netlink.neighbourEntry(of: address, on: route.interfaceIndex).state {
                 case .failed: failedNextHops.insert(hop)
                 case .reachable, .valid, .absent: failedNextHops.remove(hop)
