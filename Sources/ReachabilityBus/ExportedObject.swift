@@ -280,6 +280,15 @@ public final class ExportedObject {
         return Self.values(of: interfaces) { $0.value($1, for: user) }
     }
 
+    /// `user`'s listeners were just told this object's properties as their user sees them
+    /// (`InterfacesAdded` with its own view): the changes announced to them from now on are
+    /// counted from that, not from the shared values (a view that then comes to equal the
+    /// shared answer is a change to them). A user told before keeps what it was told.
+    func toldOwnView(to user: UserID) {
+        guard announcedToUser[user] == nil, seesOwnView(user) else { return }
+        announcedToUser[user] = Self.fingerprint(Self.values(of: interfaces) { $0.value($1, for: user) })
+    }
+
     /// Of `listeners`, those of each user that sees a view of its own (`ViewedByUser`); the
     /// others hear the shared values.
     func ownViews(among listeners: [String]) -> [UserID: [String]] {

@@ -109,6 +109,7 @@ public final class ObjectTree {
                 shared?.removeAll { mine.contains($0) }
                 emit(manager, StandardInterface.objectManager.name, "InterfacesAdded",
                      [.objectPath(path), object.interfacesAndProperties(for: user)], mine)
+                object.toldOwnView(to: user)
             }
         }
         guard shared?.isEmpty != true else { return }

@@ -321,3 +321,41 @@ def test_watched_pair_each_holder_its_own_answer(online):
         assert props["Reachable"] and props["Reason"] == "", harness.fmt_props(props)
     finally:
         holder.stop()
+
+
+def test_watched_internet_tells_the_holder_each_change_of_its_own_answer(online):
+    """uid 1000 holds the internet (``0.0.0.0``, Apple's internet target) under a rule whose table
+    refuses its packets, root holds it too: uid 1000 reads not reachable. Its table gets a way out
+    (``default via`` the gateway, table 100) while the system's answer stays: uid 1000 is told
+    (Flags, StatusChanged) that its internet is back, root hears nothing. The way out refused again:
+    uid 1000 is told again. Before, a change towards the system's answer was never told."""
+    lab = online.lab
+    holder = Holder(lab)
+    try:
+        uid_rule(lab)
+        online.sync()
+        path = holder.ask("watch WatchAddress 0.0.0.0")
+        assert lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchAddress", "s", ("0.0.0.0",))[0] == path
+        mine = holder.ask(f"get {path}")
+        assert (mine["props"]["Flags"], mine["props"]["Reason"]) == (0, "rejected"), mine
+        root = lab.recorder(path)
+        mark = root.mark()
+
+        lab.ip_a("route", "replace", "default", "via", GATEWAY_V4, "dev", UPLINK, "table", "100")
+        harness.wait_until(lambda: holder.ask(f"get {path}")["props"]["Reachable"], harness.CHANGE_TIMEOUT,
+                           "uid 1000's internet back", lambda: holder.ask(f"get {path}"))
+        holder.ask("ping")
+        told = holder.ask(f"get {path}")
+        assert told["signals"] == [[2, REACHABLE]], told
+
+        lab.ip_a("route", "replace", "unreachable", "default", "table", "100")
+        harness.wait_until(lambda: not holder.ask(f"get {path}")["props"]["Reachable"], harness.CHANGE_TIMEOUT,
+                           "uid 1000's internet refused again", lambda: holder.ask(f"get {path}"))
+        holder.ask("ping")
+        told = holder.ask(f"get {path}")
+        assert told["signals"] == [[2, REACHABLE], [0, 0]], told
+        root.barrier()
+        assert root.status_changes(mark) == [], root.describe(mark)
+        root.close()
+    finally:
+        holder.stop()
