@@ -124,16 +124,21 @@ let package = Package(
         .executableTarget(name: "reachability-fuzz", dependencies: ["FuzzChecks", "CFuzzer"]),
 
         .testTarget(name: "ReachabilityCoreTests", dependencies: ["ReachabilityCore"]),
-        // What the platform's and the service's tests share: a resolver that answers when the test says.
+        // What the bus's, the platform's and the service's tests share: a resolver that answers
+        // when the test says, and the in-memory logger each test that logs passes (its own: no two
+        // tests share a log).
         .target(
             name: "ReachabilityTestSupport",
-            dependencies: ["ReachabilityPlatform", "ReachabilityCore", "ReachabilityLoop"],
+            dependencies: [
+                "ReachabilityPlatform", "ReachabilityCore", "ReachabilityLoop",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
+            ],
             path: "Tests/ReachabilityTestSupport"),
-        // Each test that logs passes its own in-memory logger: no two tests share a log.
         .testTarget(
             name: "ReachabilityBusTests",
             dependencies: [
-                "ReachabilityBus", "ReachabilityCore", "ReachabilityLoop", "CDBus",
+                "ReachabilityBus", "ReachabilityCore", "ReachabilityLoop", "CDBus", "ReachabilityTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ]),

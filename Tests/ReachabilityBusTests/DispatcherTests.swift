@@ -1,6 +1,7 @@
 import Testing
 @testable import ReachabilityBus
 import ReachabilityLoop
+import ReachabilityTestSupport
 
 /// The dispatcher and the standard interfaces, with no bus: calls are made by
 /// hand and their answers recorded.

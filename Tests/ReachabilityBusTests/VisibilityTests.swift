@@ -2,6 +2,7 @@ import Testing
 @testable import ReachabilityBus
 import ReachabilityCore
 import ReachabilityLoop
+import ReachabilityTestSupport
 
 /// Objects with an audience, with no bus: who sees them, who hears them.
 @Suite("Objects seen by their audience only")

@@ -2,6 +2,7 @@ import Testing
 @testable import ReachabilityBus
 import ReachabilityCore
 import ReachabilityLoop
+import ReachabilityTestSupport
 
 /// Level-triggered delivery, with no bus: what a listener that has fallen behind is
 /// sent once it reads again.

@@ -2,6 +2,7 @@ import CNetlink
 import Logging
 import ReachabilityCore
 import ReachabilityLoop
+import ReachabilityTestSupport
 import Testing
 @testable import ReachabilityPlatform
 

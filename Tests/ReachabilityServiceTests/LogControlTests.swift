@@ -4,6 +4,7 @@ import Testing
 @testable import ReachabilityBus
 @testable import ReachabilityLoop
 @testable import ReachabilityService
+import ReachabilityTestSupport
 
 /// `org.freedesktop.LogControl1` through the dispatcher, with no bus: the caller's uid is set
 /// by hand, as the connection sets it from the bus driver's answer. Each test has a log of its

@@ -4,6 +4,7 @@ import ReachabilityCore
 @testable import ReachabilityLoop
 import ReachabilityPlatform
 @testable import ReachabilityService
+import ReachabilityTestSupport
 
 /// `…Metrics` through the dispatcher, with no bus: who may read, and who hears `Changed`.
 @Suite("Metrics: root's and adm's; Changed to followers, once per burst")
