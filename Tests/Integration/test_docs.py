@@ -5,11 +5,15 @@
   what the script makes of the committed XML, and name every member.
 * ``reachabilityd(8)`` is written by hand: it must describe every option the
   daemon's ``--help`` lists.
+
+And design.md's map of the modules is the package's graph.
 """
 
+import json
 import re
 import subprocess
 import sys
+import tempfile
 import xml.etree.ElementTree as ElementTree
 
 import harness
@@ -133,3 +137,87 @@ def test_man_pages_render_without_warnings_and_lose_no_words():
     assert '"' not in description and not description.endswith("."), description
     dropped = [line for line in reachctl if not line.startswith((".", " ")) and "  " in line]
     assert not dropped, f"text with a dropped character: {dropped}"
+
+
+# design.md's map: a fenced block ("```modules") of lines "A → B, C" (A depends on B and C)
+# or "A ⇢ B" (A talks to B over D-Bus, without linking it); "#" starts a comment line, and a
+# parenthesis is a remark. A name ending in "/" is a directory outside the package graph.
+_ARROW = re.compile(r"^(?P<left>\S+)\s+(?P<kind>[→⇢])\s+(?P<right>.+)$")
+
+
+def _design_map():
+    """The map's lines as (line number, left, kind, [right names]), from docs/design.md."""
+    text = (REPO / "docs" / "design.md").read_text()
+    blocks = re.findall(r"^```modules\n(.*?)^```", text, re.M | re.S)
+    assert len(blocks) == 1, f"docs/design.md has {len(blocks)} ```modules blocks, not one"
+    lines = []
+    for number, line in enumerate(blocks[0].splitlines(), 1):
+        line = re.sub(r"\([^)]*\)", "", line).strip()
+        if not line or line.startswith("#"):
+            continue
+        match = _ARROW.match(line)
+        assert match, f"design.md's map, line {number}: not 'A → B, C' or 'A ⇢ B': {line!r}"
+        right = [name.strip() for name in match["right"].split(",") if name.strip()]
+        lines.append((number, match["left"], match["kind"], right))
+    return lines
+
+
+def _package_graph() -> dict:
+    """Every target of Package.swift but the test targets → the targets and plugins of this
+    package it depends on (other packages' products are not in the map)."""
+    swift = harness.tool("swift")
+    need([] if swift else ["the swift command (swift package dump-package)"])
+    # A scratch directory of its own: a build running in the checkout holds .build's lock.
+    with tempfile.TemporaryDirectory() as scratch:
+        done = subprocess.run([swift, "package", "--scratch-path", scratch, "dump-package"], cwd=REPO,
+                              capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    targets = [target for target in json.loads(done.stdout)["targets"] if target["type"] != "test"]
+    names = {target["name"] for target in targets}
+    graph = {}
+    for target in targets:
+        needs = set()
+        for dependency in target.get("dependencies", []):
+            (kind, value), = dependency.items()
+            if kind in ("byName", "target") and value[0] in names:
+                needs.add(value[0])
+        for usage in target.get("pluginUsages") or []:
+            (kind, value), = usage.items()
+            if kind == "plugin" and value[0] in names and value[1] is None:
+                needs.add(value[0])
+        graph[target["name"]] = needs
+    return graph
+
+
+def test_design_map_is_the_package_graph():
+    """Every arrow of design.md's map is a dependency in Package.swift and every dependency
+    between the package's own targets is an arrow; each arrow points down (a target's own line
+    comes after every line that names it); the names outside the graph are directories."""
+    graph = _package_graph()
+    lines = _design_map()
+    wrong, drawn, line_of = [], set(), {}
+    for number, left, kind, right in lines:
+        if left.endswith("/"):
+            if not (REPO / left).is_dir():
+                wrong.append(f"line {number}: {left} is not a directory of the repository")
+            for name in right:
+                if name not in graph:
+                    wrong.append(f"line {number}: {left} {kind} {name}: {name} is not a target")
+            continue
+        if kind != "→":
+            wrong.append(f"line {number}: {left} {kind} …: only a directory outside the package uses {kind}")
+            continue
+        if left in line_of:
+            wrong.append(f"line {number}: {left} has a line already (line {line_of[left]})")
+        line_of[left] = number
+        for name in right:
+            drawn.add((left, name))
+    package = {(target, name) for target, needs in graph.items() for name in needs}
+    wrong += [f"missing arrow: {a} → {b} (Package.swift has it)" for a, b in sorted(package - drawn)]
+    wrong += [f"extra arrow: {a} → {b} (Package.swift does not have it)" for a, b in sorted(drawn - package)]
+    named = {name for arrow in drawn for name in arrow}
+    wrong += [f"{name} is not in the map" for name in sorted(set(graph) - named)]
+    for a, b in sorted(drawn):
+        if b in line_of and a in line_of and line_of[b] < line_of[a]:
+            wrong.append(f"{a} → {b} points up: {b}'s line ({line_of[b]}) comes before {a}'s ({line_of[a]})")
+    assert not wrong, "docs/design.md's map of the modules and Package.swift differ:\n" + "\n".join(wrong)
