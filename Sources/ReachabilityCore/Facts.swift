@@ -97,12 +97,16 @@ public struct LinkFact: Sendable, Hashable {
     public var group: UInt32
     /// The link's master's index (`IFLA_MASTER`: a bridge, bond or VRF), 0 when none.
     public var master: Int32
+    /// How many times the link's carrier came or went since it was made
+    /// (`IFLA_CARRIER_CHANGES`): the same count means the same unbroken segment.
+    public var carrierChanges: UInt32
 
     public init(
         index: Int32, name: String, isUp: Bool, hasCarrier: Bool, operState: OperState,
         kernelType: InterfaceType, isTunnel: Bool, isPointToPoint: Bool = false, group: UInt32 = 0, master: Int32 = 0,
-        hasNoARP: Bool = false
+        hasNoARP: Bool = false, carrierChanges: UInt32 = 0
     ) {
+        self.carrierChanges = carrierChanges
         self.hasNoARP = hasNoARP
         self.group = group
         self.master = master

@@ -44,7 +44,8 @@ extension Netlink {
             isPointToPoint: info.ifi_flags & UInt32(IFF_POINTOPOINT) != 0,
             group: Self.int32(attrs[UInt16(IFLA_GROUP)]).map { UInt32(bitPattern: $0) } ?? 0,
             master: Self.int32(attrs[UInt16(IFLA_MASTER)]) ?? 0,
-            hasNoARP: info.ifi_flags & UInt32(IFF_NOARP) != 0)
+            hasNoARP: info.ifi_flags & UInt32(IFF_NOARP) != 0,
+            carrierChanges: Self.int32(attrs[UInt16(IFLA_CARRIER_CHANGES)]).map { UInt32(bitPattern: $0) } ?? 0)
     }
 
     /// The type the kernel tells: ARPHRD, the link kind, and sysfs `DEVTYPE` / `wireless`.

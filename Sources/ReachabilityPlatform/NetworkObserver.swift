@@ -34,7 +34,7 @@ public final class NetworkObserver: NetworkFactSource {
     /// The gateways whose neighbour entry failed and has not been resolved since (`marked`).
     private var failedNextHops: Set<NextHop> = []
     private let onChange: () -> Void
-    private let logger: Logger
+    let logger: Logger
 
     /// Starts watching; `onChange` after each burst of changes. Every part logs to `logger`;
     /// a source that cannot be read (NetworkManager not reachable, a call to ModemManager
@@ -189,7 +189,9 @@ extension NetworkObserver {
     }
 
     /// `routes` with each gateway's verdict (`RouteFact.nextHopFailed`): its neighbour entry
-    /// is read once per distinct gateway and link. A failed entry makes the gateway failed
+    /// is read once per distinct gateway and link, and a gateway with no entry at all is
+    /// resolved (`resolve`; once it has one — being resolved, resolved or failed — it is not
+    /// asked again: a dead gateway is not probed at each evaluation). A failed entry makes the gateway failed
     /// until the entry is resolved (reachable, or valid: stale, delay, probe, permanent) or
     /// gone (flushed with the carrier, or collected): the kernel's new attempts in between
     /// (`INCOMPLETE`, at a program's next packet) keep the verdict, so that a dead gateway
@@ -204,7 +206,13 @@ extension NetworkObserver {
             if verdicts[hop] == nil, let address = try? IPAddress(parsing: gateway) {
                 switch try netlink.neighbourEntry(of: address, on: route.interfaceIndex).state {
                 case .failed: failedNextHops.insert(hop)
-                case .reachable, .valid, .absent: failedNextHops.remove(hop)
+                case .reachable, .valid: failedNextHops.remove(hop)
+                case .absent:
+                    failedNextHops.remove(hop)
+                    // Resolved now, not at a program's first packet: the network's identity
+                    // (its router's link-layer address) is known at once, at start and after a
+                    // replug (the carrier's loss flushed it).
+                    resolve(address, on: route.interfaceIndex)
                 case .incomplete: break
                 }
                 verdicts[hop] = failedNextHops.contains(hop)

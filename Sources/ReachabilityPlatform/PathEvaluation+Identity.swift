@@ -1,12 +1,13 @@
 import ReachabilityCore
 
-/// What a path evaluation reads for `NetworkIdentity` and the invalidations: each family's
-/// default route (the internet's, as the kernel answers it), its gateway's neighbour entry,
+/// What a path evaluation reads for `NetworkIdentity` (`NetworkIdentity.Tracker`) and the
+/// invalidations: each family's default route (the internet's, as the kernel answers it), its
+/// gateway's neighbour entry,
 /// the link's prefixes, its Wi-Fi SSID (NetworkManager's active access point); the preferred
 /// path's VPN; the DNS configuration.
 extension PathEvaluation {
     func observe(_ state: PathState, _ facts: NetworkFacts, _ source: NetworkFactSource) -> NetworkIdentity.Observed {
-        var routes: [NetworkIdentity.Route] = []
+        var sightings: [NetworkIdentity.Tracker.Sighting] = []
         var sources: [String] = []
         // A VPN's routes say nothing of the network under it: a VPN that comes or goes is
         // `vpn-changed`, not another network (the identity is "" while the VPN carries the route).
@@ -15,27 +16,25 @@ extension PathEvaluation {
             guard let route = facts.internetRoutes[family]?.lazy.compactMap({ $0 }).first(where: { $0.kind == .unicast })
             else { continue }
             let link = route.interfaceIndex
-            if let name = facts.links[link]?.name, vpnLinks.contains(name) { continue }
-            var linkLayer: [UInt8]?
+            let name = facts.links[link]?.name ?? "\(link)"
+            if vpnLinks.contains(name) { continue }
+            var anchor: NetworkIdentity.Tracker.Anchor? = .onLink(name)
             if let gateway = route.gateway, let address = try? IPAddress(parsing: gateway) {
-                let key = "\(link)/\(gateway)"
-                linkLayer = source.neighbour(of: address, on: link) ?? linkLayers[key]
-                if let linkLayer { linkLayers[key] = linkLayer }
+                // Not resolved yet: the kernel was asked to when the route was (`NetworkObserver`).
+                anchor = source.neighbour(of: address, on: link).map { .router($0) }
             }
             let prefixes = (facts.addresses ?? [])
                 .filter { $0.interfaceIndex == link && $0.family == family && $0.scope == .global }
                 .compactMap(Self.prefix)
-            routes.append(.init(family: family, link: facts.links[link]?.name ?? "\(link)", gateway: route.gateway,
-                                gatewayLinkLayer: linkLayer, prefixes: prefixes))
+            sightings.append(.init(family: family, anchor: anchor, prefixes: Set(prefixes),
+                                   segment: .init(link: name, carrierChanges: facts.links[link]?.carrierChanges ?? 0)))
             if let address = route.source { sources.append(address) }
         }
-        // Bounded by the links and gateways in use now.
-        if linkLayers.count > 64 { linkLayers = [:] }
-        let ssid = ssids.ssid(links: routes.map(\.link), known: facts.devices.compactMapValues(\.ssid))
+        let ssid = ssids.ssid(links: sightings.map(\.segment.link), known: facts.devices.compactMapValues(\.ssid))
         let preferred = state.interfaces.first(where: \.isUsable)
         let addresses = Set((facts.addresses ?? []).filter { !$0.isDADFailed }.map(\.address))
         return NetworkIdentity.Observed(
-            identity: NetworkIdentityKey.identity(of: NetworkIdentity.material(routes: routes, ssid: ssid)),
+            identity: tracker.identify(sightings, ssid: ssid, key: NetworkIdentityKey.identity(of:)),
             vpn: preferred?.isVPN == true ? preferred?.name : nil, sources: sources, addresses: addresses,
             dns: source.dnsConfiguration())
     }

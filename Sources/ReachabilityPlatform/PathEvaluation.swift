@@ -17,9 +17,8 @@ final class PathEvaluation {
     /// paths were wanted), and the last network that had an identity.
     var observed: NetworkIdentity.Observed?
     var lastNetwork = ""
-    /// The gateways' link-layer addresses last read, by link and gateway: a gateway whose
-    /// entry is not resolved yet (after a flap) is taken as the one it was.
-    var linkLayers: [String: [UInt8]] = [:]
+    /// The network the default routes lead to, followed from one evaluation to the next.
+    var tracker = NetworkIdentity.Tracker()
     /// The SSID each Wi-Fi link was last seen on: one without an active access point for a
     /// moment (a roam) is taken as still on it.
     var ssids = NetworkIdentity.SSIDs()
@@ -43,8 +42,7 @@ final class PathEvaluation {
         }
         count += 1
         let invalidation = observed.flatMap { NetworkIdentity.invalidation(from: $0, to: seen, lastNetwork: lastNetwork) }
-        seen.inUse = NetworkIdentity.inUse(previous: observed?.inUse ?? [], new: seen)
-        observed = seen
+        observed = NetworkIdentity.carried(from: observed, into: seen)
         if !seen.identity.isEmpty { lastNetwork = seen.identity }
         let changed = new != state
         state = new

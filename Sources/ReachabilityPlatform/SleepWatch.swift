@@ -31,6 +31,10 @@ final class SleepWatch {
     private var nameWatch: guint = 0
     /// logind's unique name while it is on the bus.
     private(set) var owner: String?
+    /// Between logind's `PrepareForSleep(true)` and `(false)`: what changes meanwhile (the
+    /// network going down for the sleep, or coming back before logind says so) is part of the
+    /// sleep, which the resume tells once.
+    private(set) var isAsleep = false
     private let cancellable: UnsafeMutablePointer<GCancellable>
     private let handle: Handle
     private var clock: Int32 = -1
@@ -126,6 +130,7 @@ final class SleepWatch {
 
     private func prepareForSleep(_ sender: String, _ starting: Bool) {
         guard sender == owner else { return }
+        isAsleep = starting
         if starting {
             logger.info("the system is going to sleep (logind)")
         } else {

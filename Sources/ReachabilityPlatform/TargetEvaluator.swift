@@ -244,8 +244,8 @@ public final class TargetEvaluator {
         let (changed, invalidation, words) = paths.evaluate(facts, source: source)
         if logged { logger.debug("\(words)") }
         if changed { sink?.pathChanged(paths.state) }
-        // After a resume, `resumed` says it instead, once.
-        if let invalidation, !isResuming { sink?.invalidated(invalidation) }
+        // Around a sleep, `resumed` says it instead, once: at most one notice per event.
+        if let invalidation, !isResuming, sleepWatch?.isAsleep != true { sink?.invalidated(invalidation) }
         return words
     }
 

@@ -81,6 +81,7 @@ UNKNOWN_OBJECT = "org.freedesktop.DBus.Error.UnknownObject"
 UPLINK = "ten0"
 UPLINK_V4, UPLINK_V6 = "192.0.2.1", "2001:db8:1::1"
 GATEWAY_V4 = "192.0.2.254"
+GATEWAY_LINK_LAYER = "02:00:5e:00:53:fe"  # the gateway's, a permanent neighbour entry (documentation range)
 FAST_ZONE, NEVER_ZONE = "fast.test", "never.test"
 FAST_V4, FAST_V6 = "192.0.2.10", "2001:db8:1::10"
 
@@ -376,6 +377,10 @@ class TenantLab(harness.Lab):
         ns.ip(self.netns, "addr", "add", f"{UPLINK_V6}/64", "dev", UPLINK, "nodad")
         ns.ip(self.netns, "link", "set", UPLINK, "up")
         ns.ip(self.netns, "route", "add", "default", "via", GATEWAY_V4, "dev", UPLINK)
+        # Nothing answers for the gateway on the far end: its neighbour entry is the test's
+        # (permanent), or the kernel would find it dead (FAILED) once the daemon has it resolved,
+        # and the internet not reachable (gateway-unreachable).
+        ns.ip(self.netns, "neigh", "replace", GATEWAY_V4, "lladdr", GATEWAY_LINK_LAYER, "dev", UPLINK, "nud", "permanent")
         self.dns = DnsServer(self.netns)
         self.dns.start()
         self.resolver.write_text("# written by the test: the lab's DNS server\nnameserver 127.0.0.1\n")

@@ -26,7 +26,9 @@ import time
 import harness
 from harness import MANAGER_IFACE, ROOT_PATH, SERVICE
 from tenants import GATEWAY_V4, UPLINK
-from test_kernel_backend import TUN, vpn_tun
+from test_kernel_backend import (  # pylint: disable=unused-import  # fixtures are found by name
+    GATEWAY_V4 as KERNEL_GATEWAY_V4, TUN, UPLINK as KERNEL_UPLINK, UPLINK_PEER as KERNEL_PEER,
+    kernel_lab_without_carrier, online, vpn_tun)
 from test_wifi_wwan import NM_SETTINGS, WIFI, WLAN_GW, PathWatch, env  # pylint: disable=unused-import
 
 PATH_PATH = ROOT_PATH + "/path"
@@ -344,3 +346,74 @@ def test_wifi_ssid_roam_keeps_the_network_another_ssid_is_another(env):  # pylin
     env.sync()
     assert invalidated == ["network-changed", "network-changed"], invalidated
     assert cafe != home
+
+
+# --- a real gateway that resolves (the kernel lab of test_kernel_backend.py) ------------------
+
+KERNEL_GATEWAY_V6, KERNEL_UPLINK_V6 = "2001:db8:1::1", "2001:db8:1::10"
+
+
+def identities(recorder, mark) -> list:
+    """Every NetworkIdentity the path announced since ``mark``, in order."""
+    recorder.barrier()
+    return [e.changed["NetworkIdentity"] for e in recorder.since(mark)
+            if e.kind == "properties" and e.interface == PATH_IFACE and "NetworkIdentity" in e.changed]
+
+
+def resolved(lab, gateway: str) -> bool:
+    return "REACHABLE" in lab.ip_a("neigh", "show", gateway, "dev", KERNEL_UPLINK).stdout
+
+
+def test_identity_set_once_and_kept_through_resolution_a_family_and_a_replug(online):
+    """A network whose gateways (IPv4 and IPv6, a live host in namespace B) are not resolved when
+    the path is first watched: the service has the kernel resolve them (no program sends a packet),
+    and the identity is announced once, whatever resolves when. One family's default route deleted
+    and added back, each family in turn: the same identity, nothing invalidated. The carrier lost
+    and back twice (the kernel flushes the gateways' entries; they are resolved again): the same
+    identity, no network-changed. Then a replug onto another network (the gateway's host gets
+    another link-layer address while the carrier is out): network-changed, once. Before, the
+    identity changed when each gateway's entry resolved and when a family's route went or came."""
+    lab = online.lab
+    lab.ip_b("addr", "add", f"{KERNEL_GATEWAY_V6}/64", "dev", KERNEL_PEER, "nodad")
+    lab.ip_a("addr", "add", f"{KERNEL_UPLINK_V6}/64", "dev", KERNEL_UPLINK, "nodad")
+    lab.ip_a("-6", "route", "add", "default", "via", KERNEL_GATEWAY_V6, "dev", KERNEL_UPLINK)
+    lab.ip_a("neigh", "flush", "dev", KERNEL_UPLINK)
+    path = watch_path(lab)
+    mark = path.mark()
+    harness.wait_until(lambda: resolved(lab, KERNEL_GATEWAY_V4) and resolved(lab, KERNEL_GATEWAY_V6),
+                       harness.CHANGE_TIMEOUT, "both gateways resolved by the service",
+                       lambda: lab.ip_a("neigh").stdout)
+    harness.wait_until(lambda: identity(path) != "", harness.CHANGE_TIMEOUT, "an identity", path.describe)
+    home = identity(path)
+    assert re.fullmatch(r"[0-9a-f]{32}", home), f"NetworkIdentity {home!r}"
+    assert [i for i in identities(path, mark) if i] in ([], [home]), path.history(mark)
+
+    mark = path.mark()
+    for family, gateway in (("-4", KERNEL_GATEWAY_V4), ("-6", KERNEL_GATEWAY_V6)):
+        lab.ip_a(family, "route", "del", "default", "via", gateway, "dev", KERNEL_UPLINK)
+        online.sync()
+        lab.ip_a(family, "route", "add", "default", "via", gateway, "dev", KERNEL_UPLINK)
+        online.sync()
+    assert identity(path) == home and identities(path, mark) == [], path.history(mark)
+    assert invalidations(path, mark) == [], path.history(mark)
+
+    for flap in range(2):
+        lab.set_peer(KERNEL_PEER, False)
+        path.wait_props({"Flags": 0}, f"no path without carrier (#{flap + 1})", interface=PATH_IFACE)
+        lab.set_peer(KERNEL_PEER, True)
+        path.wait_props({"Flags": harness.REACHABLE}, f"the path back (#{flap + 1})", interface=PATH_IFACE)
+        harness.wait_until(lambda: resolved(lab, KERNEL_GATEWAY_V4), harness.CHANGE_TIMEOUT,
+                           "the gateway resolved again", lambda: lab.ip_a("neigh").stdout)
+        online.sync()
+    assert identity(path) == home, path.history(mark)
+    assert "network-changed" not in invalidations(path, mark), path.history(mark)
+
+    mark = path.mark()
+    lab.set_peer(KERNEL_PEER, False)
+    path.wait_props({"Flags": 0}, "no path without carrier", interface=PATH_IFACE)
+    lab.ip_b("link", "set", KERNEL_PEER, "address", ROUTER_B)
+    lab.set_peer(KERNEL_PEER, True)
+    harness.wait_until(lambda: identity(path) not in (home, ""), harness.CHANGE_TIMEOUT,
+                       "another network's identity", path.describe)
+    online.sync()
+    assert invalidations(path, mark) == ["network-changed"], path.history(mark)

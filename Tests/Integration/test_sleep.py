@@ -6,8 +6,9 @@ The lab of ``tenants.py`` (kernel backend), with a stand-in logind on the lab's 
 (python-dbusmock's ``logind`` template: there is no real logind on a private bus), which the
 test makes emit ``PrepareForSleep(true)`` and ``(false)``. Across the "sleep" a held name's DNS
 answer moves (its TTL is an hour, so nothing else would look it up again soon): after the
-resume the name follows at once. A ``PrepareForSleep`` from anybody but logind's owner
-changes nothing.
+resume the name follows at once. What changes while asleep (another name server) is not
+told on its own: the resume is one ``Invalidated("resumed")``. A ``PrepareForSleep`` from
+anybody but logind's owner changes nothing.
 """
 
 import os
@@ -103,6 +104,12 @@ def test_after_a_resume_everything_is_read_again(sleep_lab):
         assert "resumed from sleep" not in daemon.log_text(), "a spoofed PrepareForSleep was believed"
         assert lab.dns.count(name_contains=name) == asked, "a spoofed resume looked names up"
 
+        # The network changes while asleep (another name server: dns-changed any other time):
+        # part of the sleep, told with it.
+        evaluated = daemon.log_text().count("path evaluated in ")
+        lab.resolver.write_text("# written by the test\nnameserver 127.0.0.1\nnameserver 192.0.2.53\n")
+        harness.wait_until(lambda: daemon.log_text().count("path evaluated in ") > evaluated, harness.CHANGE_TIMEOUT,
+                           "the path evaluated after the name servers changed", daemon.log_text)
         assert invalidations(path, mark) == [], path.history(mark)
 
         logind.prepare_for_sleep(False)
