@@ -1,3 +1,4 @@
+import CNetlink
 import Glibc
 import ReachabilityCore
 
