@@ -200,3 +200,55 @@ public struct StalenessClassifier: Sendable {
         }
     }
 }
+
+/// The verdict on each gateway a route answer goes through (`RouteFact.nextHopFailed`), from the
+/// kernel's neighbour entry as read with the answer, and whether to have the kernel resolve it.
+/// Pure; the platform reads the entries and the links' carrier counts, and sends what resolves.
+///
+/// - Resolved (reachable, or valid: stale, delay, probe, permanent): alive.
+/// - No entry: not known, and resolved now while its link can carry a packet (at start, after
+///   a replug: the carrier's loss flushed it), not at a program's first packet.
+/// - Failed (ARP or neighbour discovery went unanswered), seen on the same segment as the entry
+///   was seen before (the link's carrier count unchanged): dead until resolved again, and the
+///   kernel's new attempts meanwhile (`INCOMPLETE`, at a program's next packet) keep that. A
+///   failed entry first seen on this segment — left from before a carrier change, or from before
+///   the service started — says nothing of the gateway now: it is resolved again, and not dead
+///   until the kernel says so again.
+public struct NextHopVerdicts: Sendable {
+    /// A gateway on a link (an IPv6 link-local gateway is another on each link).
+    public struct Key: Sendable, Hashable {
+        public var address: String
+        public var link: Int32
+
+        public init(address: String, link: Int32) {
+            self.address = address
+            self.link = link
+        }
+    }
+
+    /// Each gateway's last verdict, and its link's carrier count then.
+    private var last: [Key: (failed: Bool, carrier: UInt32)] = [:]
+
+    /// The most gateways remembered at once.
+    public static let limit = 64
+
+    public init() {}
+
+    /// `key`'s entry read in `state` while its link's carrier count is `carrier` and the link
+    /// can carry packets or not: whether the gateway is dead, and whether to resolve it now.
+    public mutating func observe(_ key: Key, state: NeighbourState, carrier: UInt32, linkUsable: Bool)
+        -> (failed: Bool, resolve: Bool)
+    {
+        let before = last[key].flatMap { $0.carrier == carrier ? $0.failed : nil }
+        let verdict: (failed: Bool, resolve: Bool)
+        switch state {
+        case .reachable, .valid: verdict = (false, false)
+        case .absent: verdict = (false, linkUsable)
+        case .incomplete: verdict = (before ?? false, false)
+        case .failed: verdict = before != nil ? (true, false) : (false, linkUsable)
+        }
+        if last[key] == nil && last.count >= Self.limit { last.removeAll() }
+        last[key] = (verdict.failed, carrier)
+        return verdict
+    }
+}

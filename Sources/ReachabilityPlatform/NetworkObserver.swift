@@ -31,8 +31,10 @@ public final class NetworkObserver: NetworkFactSource {
     private var pending: SourceHandle?
     /// Route answers made stale by kernel events since the last `takeRouteInvalidation()`.
     private var pendingInvalidation = RouteInvalidation(all: true)
-    /// The gateways whose neighbour entry failed and has not been resolved since (`marked`).
-    private var failedNextHops: Set<NextHop> = []
+    /// The gateways' verdicts (`marked`).
+    private var nextHops = NextHopVerdicts()
+    /// The links as of the last facts read: their carrier counts and whether they can carry packets.
+    private var links: [Int32: LinkFact] = [:]
     private let onChange: () -> Void
     let logger: Logger
 
@@ -100,6 +102,7 @@ public final class NetworkObserver: NetworkFactSource {
                                  connectivity: nm?.connectivity ?? .unknown, devices: nm?.devices ?? [:])
         do {
             facts.links = try netlink.links()
+            links = facts.links
             facts.addresses = try netlink.addresses()
         } catch {
             logger.error("cannot read the kernel's links and addresses: \(error)")
@@ -188,44 +191,28 @@ extension NetworkObserver {
         monitor?.follow(gateways: gateways)
     }
 
-    /// `routes` with each gateway's verdict (`RouteFact.nextHopFailed`): its neighbour entry
-    /// is read once per distinct gateway and link, and a gateway with no entry at all is
-    /// resolved (`resolve`; once it has one — being resolved, resolved or failed — it is not
-    /// asked again: a dead gateway is not probed at each evaluation). A failed entry makes the gateway failed
-    /// until the entry is resolved (reachable, or valid: stale, delay, probe, permanent) or
-    /// gone (flushed with the carrier, or collected): the kernel's new attempts in between
-    /// (`INCOMPLETE`, at a program's next packet) keep the verdict, so that a dead gateway
-    /// is not told alive at every packet sent to it. The gateways of the routes are followed
+    /// `routes` with each gateway's verdict (`RouteFact.nextHopFailed`, `NextHopVerdicts`): its
+    /// neighbour entry is read once per distinct gateway and link, and one the verdicts say to
+    /// resolve is resolved (`resolve`). The gateways of the routes are followed
     /// (`follow(gateways:)`): their neighbour events ask the answers again.
     private func marked(_ routes: [RouteFact?]) throws(NetlinkError) -> [RouteFact?] {
-        var verdicts: [NextHop: Bool] = [:]
+        var verdicts: [NextHopVerdicts.Key: Bool] = [:]
         var result = routes
         for (index, route) in routes.enumerated() {
             guard let route, route.kind == .unicast, route.hasGateway, let gateway = route.gateway else { continue }
-            let hop = NextHop(address: gateway, link: route.interfaceIndex)
-            if verdicts[hop] == nil, let address = try? IPAddress(parsing: gateway) {
-                switch try netlink.neighbourEntry(of: address, on: route.interfaceIndex).state {
-                case .failed: failedNextHops.insert(hop)
-                case .reachable, .valid: failedNextHops.remove(hop)
-                case .absent:
-                    failedNextHops.remove(hop)
-                    // Resolved now, not at a program's first packet: the network's identity
-                    // (its router's link-layer address) is known at once, at start and after a
-                    // replug (the carrier's loss flushed it).
-                    resolve(address, on: route.interfaceIndex)
-                case .incomplete: break
-                }
-                verdicts[hop] = failedNextHops.contains(hop)
+            let key = NextHopVerdicts.Key(address: gateway, link: route.interfaceIndex)
+            if verdicts[key] == nil, let address = try? IPAddress(parsing: gateway) {
+                let link = links[route.interfaceIndex]
+                let verdict = nextHops.observe(
+                    key, state: try netlink.neighbourEntry(of: address, on: route.interfaceIndex).state,
+                    carrier: link?.carrierChanges ?? 0, linkUsable: link?.isUsable ?? true)
+                if verdict.resolve { resolve(address, on: route.interfaceIndex) }
+                verdicts[key] = verdict.failed
             }
-            result[index]?.nextHopFailed = verdicts[hop] ?? false
+            result[index]?.nextHopFailed = verdicts[key] ?? false
         }
-        // Bounded by the gateways in use: past this many, only this answer's are kept.
-        if failedNextHops.count > Self.failedNextHopLimit { failedNextHops = failedNextHops.filter { verdicts[$0] == true } }
         return result
     }
-
-    /// The most failed gateways remembered at once.
-    static let failedNextHopLimit = 64
 
     public func neighbour(of address: IPAddress, on link: Int32) -> [UInt8]? {
         asked("read the neighbour entry of \(address)", or: nil) { () throws(NetlinkError) in
@@ -242,10 +229,4 @@ extension NetworkObserver {
             ["nameserver", "search", "domain", "options"].contains { line.hasPrefix($0) }
         }.joined(separator: "\n")
     }
-}
-
-/// A gateway on a link (an IPv6 link-local gateway is another on each link).
-struct NextHop: Hashable {
-    var address: String
-    var link: Int32
 }

@@ -134,3 +134,48 @@ struct InternetMajorityTests {
         #expect(path.interfaces.map(\.usableIPv4) == [true, false])
     }
 }
+
+@Suite("A gateway's verdict: dead once its entry failed on this segment, resolved when it has none")
+struct NextHopVerdictsTests {
+    private let gateway = NextHopVerdicts.Key(address: "192.0.2.1", link: 2)
+
+    @Test("failed after being seen: dead, through the kernel's new attempts, until resolved")
+    func deadUntilResolved() {
+        var verdicts = NextHopVerdicts()
+        #expect(verdicts.observe(gateway, state: .reachable, carrier: 1, linkUsable: true) == (false, false))
+        #expect(verdicts.observe(gateway, state: .failed, carrier: 1, linkUsable: true) == (true, false))
+        #expect(verdicts.observe(gateway, state: .incomplete, carrier: 1, linkUsable: true) == (true, false),
+                "a program's next packet: the kernel tries again, still dead")
+        #expect(verdicts.observe(gateway, state: .failed, carrier: 1, linkUsable: true) == (true, false))
+        #expect(verdicts.observe(gateway, state: .reachable, carrier: 1, linkUsable: true) == (false, false))
+        #expect(verdicts.observe(gateway, state: .incomplete, carrier: 1, linkUsable: true) == (false, false),
+                "being resolved after it answered is no death")
+    }
+
+    @Test("no entry: resolved now while the link can carry it; a failed entry from another segment is asked again")
+    func resolveWhenUnknown() {
+        var verdicts = NextHopVerdicts()
+        #expect(verdicts.observe(gateway, state: .absent, carrier: 1, linkUsable: true) == (false, true))
+        #expect(verdicts.observe(gateway, state: .absent, carrier: 2, linkUsable: false) == (false, false),
+                "no carrier: nothing to send through")
+        #expect(verdicts.observe(gateway, state: .failed, carrier: 2, linkUsable: false) == (true, false),
+                "a program's packet failed without the carrier (the link's own rule speaks first)")
+        #expect(verdicts.observe(gateway, state: .failed, carrier: 3, linkUsable: true) == (false, true),
+                "the carrier back: what failed without it says nothing now")
+        #expect(verdicts.observe(gateway, state: .failed, carrier: 3, linkUsable: true) == (true, false),
+                "failed again on this segment: dead")
+        var fresh = NextHopVerdicts()
+        #expect(fresh.observe(gateway, state: .failed, carrier: 7, linkUsable: true) == (false, true),
+                "failed before the service looked: asked again")
+    }
+
+    @Test("bounded")
+    func bounded() {
+        var verdicts = NextHopVerdicts()
+        for index in 0..<(NextHopVerdicts.limit * 2) {
+            _ = verdicts.observe(.init(address: "192.0.2.\(index % 250)", link: Int32(index)), state: .failed,
+                                 carrier: 1, linkUsable: true)
+        }
+        #expect(verdicts.observe(gateway, state: .failed, carrier: 1, linkUsable: true) == (false, true))
+    }
+}
