@@ -759,6 +759,8 @@ def test_a_route_networkmanager_does_not_manage_is_full_never_local(nm_lab_witho
     lab.ip_nm("addr", "add", "10.77.0.2/24", "dev", UNMANAGED)
     lab.ip_nm("link", "set", UNMANAGED, "up")
     lab.ip_nm("route", "add", "default", "via", "10.77.0.1", "dev", UNMANAGED)
+    # Nothing answers for that gateway: its entry is the test's (the service would find it dead).
+    lab.ip_nm("neigh", "replace", "10.77.0.1", "lladdr", "02:00:5e:00:53:02", "dev", UNMANAGED, "nud", "permanent")
     recorder.wait_props({"Flags": harness.REACHABLE, "Status": 2, "Connectivity": "none", "Interface": UNMANAGED},
                         "the daemon: Reachable through the unmanaged device, NetworkManager's connectivity none")
     _, _, line = program.wait(lambda line: line.startswith("changed ") and line.split()[2] == "1",

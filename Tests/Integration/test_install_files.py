@@ -780,6 +780,8 @@ ip addr add 192.0.2.10/24 dev eth0
 ip link set eth0 up
 ip link set peer0 up
 ip route add default via 192.0.2.1
+# Nothing answers for the gateway: its entry is permanent (the service would find it dead).
+ip neigh replace 192.0.2.1 lladdr 02:00:5e:00:53:01 dev eth0 nud permanent
 export SYSTEMD_UNIT_PATH="$machine/units" container=reachabilityd-test
 exec "$2" --system --unit=reachabilityd-test.target --log-target=console --show-status=no --log-color=no
 """

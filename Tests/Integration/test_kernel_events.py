@@ -182,6 +182,9 @@ def test_gateway_neighbour_failed(online):
     second_uplink(lab)
     mark = recorder.mark()
     lab.ip_a("route", "append", "default", "via", SECOND_GATEWAY_V4, "dev", SECOND, "metric", UPLINK_METRIC)
+    # kveth0's gateway answering (the daemon has the kernel resolve a gateway it has no entry of,
+    # and the kernel prefers a gateway whose entry is reachable): the kernel's first choice.
+    lab.ip_a("neigh", "replace", GATEWAY_V4, "dev", UPLINK, "lladdr", "02:00:00:00:01:01", "nud", "reachable")
     online.sync()
     assert kernel_choice(lab) == UPLINK == recorder.props["Interface"], kernel_interfaces(lab)
 

@@ -93,17 +93,23 @@ def install_deb(box: ct.Container, package: Path) -> None:
     box.run(["dpkg", "-i", str(package)], timeout=120)
 
 
+# The gateway of the container's uplink: nothing answers for it on the far end, so its neighbour
+# entry is the test's (permanent); the service would otherwise find it dead (gateway-unreachable).
+GATEWAY_NEIGHBOUR = "ip neigh replace 192.0.2.1 lladdr 02:00:5e:00:53:01 dev up0 nud permanent"
+
+
 def add_uplink(box: ct.Container) -> None:
     """A veth pair inside the container, an address on one end and a default route
-    through the other: the internet target's answer is Status 2. NetworkManager, when the
-    container runs it (bus activation can start it), leaves the pair alone: it would
-    otherwise activate its default connection on up0, waiting for DHCP for good, and the
-    answer would be "connecting" (ConnectionRequired) instead."""
+    through the other (its gateway's neighbour entry permanent): the internet target's answer
+    is Status 2. NetworkManager, when the container runs it (bus activation can start it),
+    leaves the pair alone: it would otherwise activate its default connection on up0, waiting
+    for DHCP for good, and the answer would be "connecting" (ConnectionRequired) instead."""
     box.sh("mkdir -p /etc/NetworkManager/conf.d && printf '[keyfile]\\nunmanaged-devices="
            "interface-name:up0;interface-name:up1\\n' > /etc/NetworkManager/conf.d/90-test-uplink.conf; "
            "if systemctl -q is-active NetworkManager.service; then nmcli general reload conf; fi; "
            "ip link add up0 type veth peer name up1; ip link set up1 up; ip link set up0 up; "
-           "ip addr add 192.0.2.10/24 dev up0; ip route add default via 192.0.2.1 dev up0 onlink")
+           "ip addr add 192.0.2.10/24 dev up0; ip route add default via 192.0.2.1 dev up0 onlink; "
+           + GATEWAY_NEIGHBOUR)
 
 
 def reachctl_json(box: ct.Container, *arguments: str, user: str | None = None) -> tuple:

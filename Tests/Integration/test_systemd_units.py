@@ -27,7 +27,7 @@ import time
 
 import container as ct
 import harness
-from test_systemd import OUT, Lines, add_uplink, boot, example_binary, readme_applet, unit_property
+from test_systemd import GATEWAY_NEIGHBOUR, OUT, Lines, add_uplink, boot, example_binary, readme_applet, unit_property
 
 
 # --- units that follow the network (the build under test, not the package) ------------
@@ -197,6 +197,7 @@ def networkmanager_uplink(box: ct.Container) -> None:
                                        check=False).stdout.startswith("100"),
                        30, "NetworkManager connected on up0",
                        lambda: box.run(["nmcli", "device"], check=False).stdout, poll=0.2)
+    box.sh(GATEWAY_NEIGHBOUR)
 
 
 def test_a_backup_bound_to_the_unmetered_target_stops_on_a_metered_link(request):
