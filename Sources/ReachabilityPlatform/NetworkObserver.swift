@@ -130,21 +130,21 @@ extension NetworkObserver {
     /// The kernel's routes to `addresses` (`nil`: no route, or netlink failed, which is logged).
     public func routes(to addresses: [IPAddress]) -> [RouteFact?] {
         asked("look up routes", or: addresses.map { _ in nil }) { () throws(NetlinkError) in
-            try marked(netlink.routes(to: addresses))
+            marked(try netlink.routes(to: addresses))
         }
     }
 
     /// The kernel's routes to `addresses` for packets of `uid` (`RTA_UID`).
     public func routes(to addresses: [IPAddress], uid: UserID) -> [RouteFact?] {
         asked("look up routes", or: addresses.map { _ in nil }) { () throws(NetlinkError) in
-            try marked(netlink.routes(to: addresses, uid: uid))
+            marked(try netlink.routes(to: addresses, uid: uid))
         }
     }
 
     /// The kernel's routes from each local address to each remote one for packets of `uid`.
     public func routes(pairs: [(local: IPAddress, remote: IPAddress)], uid: UserID) -> [RouteFact?] {
         asked("look up routes", or: pairs.map { _ in nil }) { () throws(NetlinkError) in
-            try marked(netlink.routes(pairs: pairs, uid: uid))
+            marked(try netlink.routes(pairs: pairs, uid: uid))
         }
     }
 
@@ -156,14 +156,14 @@ extension NetworkObserver {
     /// The kernel's routes to each address for packets bound to its link.
     public func routes(bound queries: [(address: IPAddress, interface: Int32)]) -> [RouteFact?] {
         asked("look up routes", or: queries.map { _ in nil }) { () throws(NetlinkError) in
-            try marked(netlink.routes(bound: queries))
+            marked(try netlink.routes(bound: queries))
         }
     }
 
     /// The kernel's routes from each local address to each remote one.
     public func routes(pairs: [(local: IPAddress, remote: IPAddress)]) -> [RouteFact?] {
         asked("look up routes", or: pairs.map { _ in nil }) { () throws(NetlinkError) in
-            try marked(netlink.routes(pairs: pairs))
+            marked(try netlink.routes(pairs: pairs))
         }
     }
 
@@ -195,17 +195,21 @@ extension NetworkObserver {
     /// neighbour entry is read once per distinct gateway and link, and one the verdicts say to
     /// resolve is resolved (`resolve`). The gateways of the routes are followed
     /// (`follow(gateways:)`): their neighbour events ask the answers again.
-    private func marked(_ routes: [RouteFact?]) throws(NetlinkError) -> [RouteFact?] {
+    private func marked(_ routes: [RouteFact?]) -> [RouteFact?] {
         var verdicts: [NextHopVerdicts.Key: Bool] = [:]
         var result = routes
         for (index, route) in routes.enumerated() {
             guard let route, route.kind == .unicast, route.hasGateway, let gateway = route.gateway else { continue }
             let key = NextHopVerdicts.Key(address: gateway, link: route.interfaceIndex)
             if verdicts[key] == nil, let address = try? IPAddress(parsing: gateway) {
+                // An entry that cannot be read says nothing: the route's answer stands without it.
+                guard let entry = try? netlink.neighbourEntry(of: address, on: route.interfaceIndex) else {
+                    verdicts[key] = false
+                    continue
+                }
                 let link = links[route.interfaceIndex]
-                let verdict = nextHops.observe(
-                    key, state: try netlink.neighbourEntry(of: address, on: route.interfaceIndex).state,
-                    carrier: link?.carrierChanges ?? 0, linkUsable: link?.isUsable ?? true)
+                let verdict = nextHops.observe(key, state: entry.state, carrier: link?.carrierChanges ?? 0,
+                                               linkUsable: link?.isUsable ?? true)
                 if verdict.resolve { resolve(address, on: route.interfaceIndex) }
                 verdicts[key] = verdict.failed
             }

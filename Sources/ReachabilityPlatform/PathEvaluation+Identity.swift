@@ -2,9 +2,8 @@ import ReachabilityCore
 
 /// What a path evaluation reads for `NetworkIdentity` (`NetworkIdentity.Tracker`) and the
 /// invalidations: each family's default route (the internet's, as the kernel answers it), its
-/// gateway's neighbour entry,
-/// the link's prefixes, its Wi-Fi SSID (NetworkManager's active access point); the preferred
-/// path's VPN; the DNS configuration.
+/// gateway's neighbour entry, the link's prefixes and carrier count, its Wi-Fi SSID
+/// (NetworkManager's active access point); the preferred path's VPN; the DNS configuration.
 extension PathEvaluation {
     func observe(_ state: PathState, _ facts: NetworkFacts, _ source: NetworkFactSource) -> NetworkIdentity.Observed {
         var sightings: [NetworkIdentity.Tracker.Sighting] = []
