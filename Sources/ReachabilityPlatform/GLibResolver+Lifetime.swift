@@ -66,7 +66,9 @@ extension GLibResolver {
             let reply = Array(message[..<min(Int(count), message.count)])
             let ttl: UInt32?
             if query.expected.isEmpty {
-                ttl = NameLifetime.parseNegative(reply)
+                // The name exists now (created since its lookup): the answer "not found" has no
+                // lifetime left, so it is asked again at once (after the shortest wait).
+                ttl = NameLifetime.parse(reply) != nil ? 0 : NameLifetime.parseNegative(reply)
             } else if let answer = NameLifetime.parse(reply), answer.addresses.contains(where: query.expected.contains) {
                 ttl = answer.ttl
             } else {
