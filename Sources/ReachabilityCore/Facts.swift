@@ -58,10 +58,6 @@ public struct RouteFact: Sendable, Hashable {
     /// for it failed and has not been resolved since (the platform keeps that verdict
     /// through the entry's new attempts, `INCOMPLETE`, until one succeeds).
     public var nextHopFailed = false
-    /// The next hop's link-layer address, as its neighbour entry said when the answer was read
-    /// (`nil`: not resolved, or not read): the network's identity anchors on it
-    /// (`NetworkIdentity`), so the entry is read once per answer, not again for the identity.
-    public var nextHopLinkLayer: [UInt8]?
 
     public init(
         kind: Kind, hasGateway: Bool, interfaceIndex: Int32, gateway: String? = nil, metric: UInt32 = 0,

@@ -229,9 +229,14 @@ extension Netlink {
             prefixLength: header.ifa_prefixlen)
     }
 
+    /// The link-layer address of `address`'s neighbour entry on `link`; `nil` when there is
+    /// none or it has none yet (incomplete, failed).
+    public func neighbour(of address: IPAddress, on link: Int32) throws(NetlinkError) -> [UInt8]? {
+        try neighbourEntry(of: address, on: link).linkLayer
+    }
+
     /// `address`'s neighbour entry on `link` (`RTM_GETNEIGH` for one entry, `ip neigh get ADDR
-    /// dev LINK`): its state (`.absent` when there is none) and its link-layer address, if any
-    /// (the kernel gives one only while the entry is valid: not while incomplete or failed).
+    /// dev LINK`): its state (`.absent` when there is none) and its link-layer address, if any.
     public func neighbourEntry(of address: IPAddress, on link: Int32) throws(NetlinkError)
         -> (state: NeighbourState, linkLayer: [UInt8]?)
     {

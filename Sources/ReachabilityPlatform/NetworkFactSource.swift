@@ -40,6 +40,9 @@ public protocol NetworkFactSource: AnyObject {
     /// The gateways whose neighbour state can move the cached answers: their
     /// neighbour events make answers stale, nobody else's do.
     func follow(gateways: Set<String>)
+    /// The link-layer address of `address`'s neighbour entry on `link` (a gateway's);
+    /// `nil` when there is none or it is not resolved.
+    func neighbour(of address: IPAddress, on link: Int32) -> [UInt8]?
     /// The DNS configuration in a comparable form (name servers, search domains).
     func dnsConfiguration() -> String
 }
@@ -56,6 +59,8 @@ extension NetworkFactSource {
     }
     /// The routing policy's uid rules (`ip rule … uidrange`); none by default.
     public func uidRules() -> UIDRules { UIDRules() }
+    /// The link-layer address of a neighbour (a gateway) on a link; none known by default.
+    public func neighbour(of address: IPAddress, on link: Int32) -> [UInt8]? { nil }
     /// The DNS configuration in a comparable form (name servers, search domains); "" by default.
     public func dnsConfiguration() -> String { "" }
 }

@@ -191,33 +191,37 @@ extension NetworkObserver {
         monitor?.follow(gateways: gateways)
     }
 
-    /// `routes` with each gateway's verdict (`RouteFact.nextHopFailed`, `NextHopVerdicts`) and
-    /// link-layer address (`RouteFact.nextHopLinkLayer`): its neighbour entry is read once per
-    /// distinct gateway and link, and one the verdicts say to resolve is resolved (`resolve`).
-    /// The gateways of the routes are followed (`follow(gateways:)`): their neighbour events
-    /// ask the answers again.
+    /// `routes` with each gateway's verdict (`RouteFact.nextHopFailed`, `NextHopVerdicts`): its
+    /// neighbour entry is read once per distinct gateway and link, and one the verdicts say to
+    /// resolve is resolved (`resolve`). The gateways of the routes are followed
+    /// (`follow(gateways:)`): their neighbour events ask the answers again.
     private func marked(_ routes: [RouteFact?]) -> [RouteFact?] {
-        var entries: [NextHopVerdicts.Key: (failed: Bool, linkLayer: [UInt8]?)] = [:]
+        var verdicts: [NextHopVerdicts.Key: Bool] = [:]
         var result = routes
         for (index, route) in routes.enumerated() {
             guard let route, route.kind == .unicast, route.hasGateway, let gateway = route.gateway else { continue }
             let key = NextHopVerdicts.Key(address: gateway, link: route.interfaceIndex)
-            if entries[key] == nil, let address = try? IPAddress(parsing: gateway) {
+            if verdicts[key] == nil, let address = try? IPAddress(parsing: gateway) {
                 // An entry that cannot be read says nothing: the route's answer stands without it.
                 guard let entry = try? netlink.neighbourEntry(of: address, on: route.interfaceIndex) else {
-                    entries[key] = (false, nil)
+                    verdicts[key] = false
                     continue
                 }
                 let link = links[route.interfaceIndex]
                 let verdict = nextHops.observe(key, state: entry.state, carrier: link?.carrierChanges ?? 0,
                                                linkUsable: link?.isUsable ?? true)
                 if verdict.resolve { resolve(address, on: route.interfaceIndex) }
-                entries[key] = (verdict.failed, entry.linkLayer)
+                verdicts[key] = verdict.failed
             }
-            result[index]?.nextHopFailed = entries[key]?.failed ?? false
-            result[index]?.nextHopLinkLayer = entries[key]?.linkLayer
+            result[index]?.nextHopFailed = verdicts[key] ?? false
         }
         return result
+    }
+
+    public func neighbour(of address: IPAddress, on link: Int32) -> [UInt8]? {
+        asked("read the neighbour entry of \(address)", or: nil) { () throws(NetlinkError) in
+            try netlink.neighbour(of: address, on: link)
+        }
     }
 
     /// NetworkManager's DNS configuration while it is used and running (`dnsServers`), else

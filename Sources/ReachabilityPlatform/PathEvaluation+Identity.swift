@@ -1,8 +1,8 @@
 import ReachabilityCore
 
 /// What a path evaluation reads for `NetworkIdentity` (`NetworkIdentity.Tracker`) and the
-/// invalidations: each family's default route (the internet's, as the kernel answers it) with its
-/// gateway's link-layer address (read with the route), the link's prefixes and carrier count, its Wi-Fi SSID
+/// invalidations: each family's default route (the internet's, as the kernel answers it), its
+/// gateway's neighbour entry, the link's prefixes and carrier count, its Wi-Fi SSID
 /// (NetworkManager's active access point); the preferred path's VPN; the DNS configuration.
 extension PathEvaluation {
     func observe(_ state: PathState, _ facts: NetworkFacts, _ source: NetworkFactSource) -> NetworkIdentity.Observed {
@@ -18,9 +18,9 @@ extension PathEvaluation {
             let name = facts.links[link]?.name ?? "\(link)"
             if vpnLinks.contains(name) { continue }
             var anchor: NetworkIdentity.Tracker.Anchor? = .onLink(name)
-            if route.gateway != nil {
-                // Read with the route (`NetworkObserver`); not resolved yet: the kernel was asked to then.
-                anchor = route.nextHopLinkLayer.map { .router($0) }
+            if let gateway = route.gateway, let address = try? IPAddress(parsing: gateway) {
+                // Not resolved yet: the kernel was asked to when the route was (`NetworkObserver`).
+                anchor = source.neighbour(of: address, on: link).map { .router($0) }
             }
             let prefixes = (facts.addresses ?? [])
                 .filter { $0.interfaceIndex == link && $0.family == family && $0.scope == .global }
