@@ -230,6 +230,24 @@ public struct DeviceFact: Sendable, Hashable {
     }
 }
 
+/// Whether NetworkManager's devices describe this network namespace's links. NetworkManager
+/// lists every link of its own namespace (managed or not) and says nothing of which namespace
+/// that is; a process in another one (a container given the host's bus socket, `ip netns exec`)
+/// would otherwise take another network's connectivity and activations for its own. Foreign:
+/// NetworkManager has devices besides loopback and none of them is a link here. One device
+/// appearing or leaving on either side (its events do not arrive together) leaves the others
+/// in common, so the verdict does not flap in NetworkManager's own namespace.
+public enum NetworkManagerNamespace {
+    public static func isForeign(deviceInterfaces: some Sequence<String>, linkNames: Set<String>) -> Bool {
+        var others = false
+        for interface in deviceInterfaces where interface != "lo" {
+            if linkNames.contains(interface) { return false }
+            others = true
+        }
+        return others
+    }
+}
+
 /// Everything one evaluation reads: an immutable snapshot.
 public struct NetworkFacts: Sendable, Hashable {
     public var backend: BackendKind

@@ -35,6 +35,9 @@ public final class NetworkObserver: NetworkFactSource {
     private var nextHops = NextHopVerdicts()
     /// The links as of the last facts read: their carrier counts and whether they can carry packets.
     private var links: [Int32: LinkFact] = [:]
+    /// NetworkManager answers for another network namespace (`NetworkManagerNamespace`), as of
+    /// the last facts read: while it does, the kernel's facts and the resolver's file are used.
+    private var foreignNetworkManager = false
     private let onChange: () -> Void
     let logger: Logger
 
@@ -62,7 +65,7 @@ public final class NetworkObserver: NetworkFactSource {
         }
         resolverWatch = ResolverConfigurationWatch(paths: [Self.resolverConfigurationPath]) { [unowned self] in
             // While NetworkManager's facts are used, its own DNS configuration says so instead.
-            if self.networkManager?.isRunning != true { self.scheduleChange() }
+            if self.usedNetworkManager?.isRunning != true { self.scheduleChange() }
         }
         namesWatch = ResolverConfigurationWatch(paths: Self.nameSourcePaths) { [unowned self] in self.scheduleChange() }
     }
@@ -96,10 +99,9 @@ public final class NetworkObserver: NetworkFactSource {
     /// interface types from ARPHRD and sysfs. The routes to the internet are the
     /// evaluator's to ask (`routes(to:)`), like every other destination's.
     public func facts() -> NetworkFacts {
-        let nm = networkManager?.facts()
+        var nm = networkManager?.facts()
         if nm == nil && mode == .networkManager { return .unknown }
-        var facts = NetworkFacts(backend: nm == nil ? .kernel : .networkManager,
-                                 connectivity: nm?.connectivity ?? .unknown, devices: nm?.devices ?? [:])
+        var facts = NetworkFacts(backend: .kernel)
         do {
             facts.links = try netlink.links()
             links = facts.links
@@ -107,7 +109,35 @@ public final class NetworkObserver: NetworkFactSource {
         } catch {
             logger.error("cannot read the kernel's links and addresses: \(error)")
         }
+        if let devices = nm?.devices, mode == .auto {
+            noteNamespace(foreign: NetworkManagerNamespace.isForeign(
+                deviceInterfaces: devices.keys, linkNames: Set(facts.links.values.map(\.name))))
+            if foreignNetworkManager { nm = nil }
+        }
+        if let nm {
+            facts.backend = .networkManager
+            facts.connectivity = nm.connectivity
+            facts.devices = nm.devices
+        }
         return facts
+    }
+
+    /// NetworkManager while it is used: running, and (`auto`) speaking of this namespace's links.
+    private var usedNetworkManager: NetworkManagerBackend? {
+        mode == .kernel || foreignNetworkManager ? nil : networkManager
+    }
+
+    private func noteNamespace(foreign: Bool) {
+        guard foreign != foreignNetworkManager else { return }
+        foreignNetworkManager = foreign
+        if foreign {
+            logger.info("""
+                NetworkManager speaks of another network namespace (none of its devices is a link here): \
+                the kernel's facts are used, and the resolver's configuration file
+                """)
+        } else {
+            logger.info("NetworkManager speaks of this network namespace again: its facts are used")
+        }
     }
 }
 
@@ -116,7 +146,7 @@ extension NetworkObserver {
     /// server while it is used and running; otherwise the system's resolver file
     /// names one. Read when asked (after a change; a change of either is one).
     public func dnsConfigured() -> Bool {
-        if mode != .kernel, let configured = networkManager?.dnsConfigured { return configured }
+        if let configured = usedNetworkManager?.dnsConfigured { return configured }
         guard let text = Sysfs.read(Self.resolverConfigurationPath, limit: 65536) else { return false }
         return Engine.hasNameServer(resolverConfiguration: text)
     }
@@ -227,7 +257,7 @@ extension NetworkObserver {
     /// NetworkManager's DNS configuration while it is used and running (`dnsServers`), else
     /// the resolver file's name servers, search domains and options.
     public func dnsConfiguration() -> String {
-        if mode != .kernel, let servers = networkManager?.dnsServers { return servers }
+        if let servers = usedNetworkManager?.dnsServers { return servers }
         let text = Sysfs.read(Self.resolverConfigurationPath, limit: 65536) ?? ""
         return text.split(separator: "\n").filter { line in
             ["nameserver", "search", "domain", "options"].contains { line.hasPrefix($0) }

@@ -51,3 +51,25 @@ def test_a_client_in_another_namespace_is_answered_for_its_own(tenant_lab):
     # --daemon: the daemon's answer, as asked (its namespace's).
     asked, _ = reachctl(lab, other, "--daemon", "status")
     assert asked["mode"] == "daemon" and asked["status"] == 2, asked
+
+
+def test_networkmanager_of_another_namespace_is_not_taken_for_this_ones(nm_lab):
+    """NetworkManager on the bus runs in another network namespace (the lab's ``nm``; a
+    container given the host's bus socket is the same): a process evaluating in a namespace
+    where none of NetworkManager's devices is a link reads the kernel's facts instead. Before,
+    it took NetworkManager's connectivity ("full") and activations for its own, in a namespace
+    with nothing but ``lo``."""
+    lab = nm_lab
+    bare = lab.namespaces.create("bare")
+
+    def full_in_nm_namespace():
+        answer, _ = reachctl(lab, lab.ns_nm, "--no-daemon", "status")
+        return answer if answer["connectivity"] == "full" and answer["reachable"] else None
+    harness.wait_until(full_in_nm_namespace, harness.CHANGE_TIMEOUT,
+                       "NetworkManager's own namespace to be reachable with connectivity full")
+
+    answer, note = reachctl(lab, bare, "--no-daemon", "status")
+    assert not answer["reachable"] and answer["reason"] == "no-route", answer
+    assert answer["connectivity"] == "unknown", \
+        f"NetworkManager's connectivity of another namespace taken for this one's: {answer}\n{note}"
+    assert answer["interface"] == "", answer

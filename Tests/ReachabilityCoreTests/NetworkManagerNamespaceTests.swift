@@ -1,0 +1,27 @@
+import Testing
+
+@testable import ReachabilityCore
+
+@Suite("NetworkManager of another network namespace")
+struct NetworkManagerNamespaceTests {
+    @Test("its own namespace: every device is a link, or all but one that comes or goes")
+    func own() {
+        let links: Set = ["lo", "eth0", "wlan0"]
+        #expect(!NetworkManagerNamespace.isForeign(deviceInterfaces: ["lo", "eth0", "wlan0"], linkNames: links))
+        #expect(!NetworkManagerNamespace.isForeign(deviceInterfaces: ["lo", "eth0", "wlan0", "usb0"], linkNames: links))
+        #expect(!NetworkManagerNamespace.isForeign(deviceInterfaces: ["lo", "eth0"], linkNames: links))
+    }
+
+    @Test("another namespace: none of its devices but loopback is a link here")
+    func foreign() {
+        let bare: Set = ["lo"]
+        #expect(NetworkManagerNamespace.isForeign(deviceInterfaces: ["lo", "eth0", "wlan0"], linkNames: bare))
+        #expect(NetworkManagerNamespace.isForeign(deviceInterfaces: ["eth0"], linkNames: ["lo", "veth1"]))
+    }
+
+    @Test("nothing to compare: NetworkManager with no device, or loopback only, is not foreign")
+    func nothing() {
+        #expect(!NetworkManagerNamespace.isForeign(deviceInterfaces: [], linkNames: ["lo"]))
+        #expect(!NetworkManagerNamespace.isForeign(deviceInterfaces: ["lo"], linkNames: ["lo", "eth0"]))
+    }
+}
