@@ -46,6 +46,9 @@ Runs
 .Em metrics Fl -textfile ;
 its file is
 .Pa /var/lib/prometheus/node-exporter/reachability.prom .
+That directory is node_exporter's textfile collector's (its package makes it, root's, mode 755)
+and must be writable by the unit's user:
+.Dl setfacl -m u:reachabilityd-metrics:rwx /var/lib/prometheus/node-exporter
 .El
 """
 

@@ -182,7 +182,10 @@ enum TextFile {
     static func replace(_ path: String, with text: String) throws(Failure) {
         let temporary = path + ".tmp-\(getpid())"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw Failure(description: "cannot write \(temporary): \(reason())") }
+        guard fd >= 0 else {
+            let error = errno
+            throw Failure(description: "cannot write \(temporary): \(reason())" + hint(error, directoryOf: path))
+        }
         let bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {
@@ -205,4 +208,21 @@ enum TextFile {
     }
 
     private static func reason() -> String { String(cString: strerror(errno)) }
+
+    /// What to do when the file cannot be made: the directory is node_exporter's textfile
+    /// collector's, which its package makes (root's, mode 755), and this user must be let write.
+    private static func hint(_ error: Int32, directoryOf path: String) -> String {
+        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+        switch error {
+        case ENOENT:
+            return " (the directory \(directory) does not exist: it is node_exporter's textfile collector's, "
+                + "made by its package; see reachctl(1), FILES)"
+        case EACCES, EPERM, EROFS:
+            let user = getpwuid(geteuid()).map { String(cString: $0.pointee.pw_name) } ?? "uid \(geteuid())"
+            return " (\(user) may not write in \(directory): setfacl -m u:\(user):rwx \(directory); "
+                + "see reachctl(1), FILES)"
+        default:
+            return ""
+        }
+    }
 }

@@ -490,6 +490,8 @@ def test_writer_restarts_are_bounded_and_quiet(request, deb):  # pylint: disable
     # restarts; its record of the refusal is the same everywhere.
     journal = box.run(["journalctl", "-b", "--no-pager", "-o", "cat", "-u", WRITER]).stdout
     assert "Start request repeated too quickly" in journal, journal
+    # The writer says what is wrong and what to do (the directory is node_exporter's package's).
+    assert "/var/lib/prometheus/node-exporter does not exist" in journal and "reachctl(1), FILES" in journal, journal
     assert int(unit_property(box, WRITER, "NRestarts")) <= 3, unit_property(box, WRITER, "NRestarts")
 
     writer_directory(box)
