@@ -269,7 +269,8 @@ def long_flood(lab, connections=256, processes=4, window=128):
     attack.p99_goal = HOSTILE_P99_GOAL_MS
     attack.notes.append("attacker: " + "; ".join(describe_flood(r) for r in results)
                         + f"; the bus driver's own answers meanwhile: p99 {floor['p99']:.1f} ms, "
-                          f"max {floor['max']:.1f} ms, {len(floor['failures'])} failed")
+                          f"max {floor['max']:.1f} ms, {len(floor['failures'])} failed"
+                        + "".join(f" (+{s[0] - attack.started:.2f} s)" for s in floor["failures"]))
     attack.missed = [] if all(r["complete"] for r in results) else ["unanswered calls"]
     return [attack]
 
