@@ -233,18 +233,17 @@ public struct DeviceFact: Sendable, Hashable {
 /// Whether NetworkManager's devices describe this network namespace's links. NetworkManager
 /// lists every link of its own namespace (managed or not) and says nothing of which namespace
 /// that is; a process in another one (a container given the host's bus socket, `ip netns exec`)
-/// would otherwise take another network's connectivity and activations for its own. Foreign:
-/// NetworkManager has devices besides loopback and none of them is a link here. One device
-/// appearing or leaving on either side (its events do not arrive together) leaves the others
-/// in common, so the verdict does not flap in NetworkManager's own namespace.
+/// would otherwise take another network's connectivity and activations for its own. Foreign
+/// only on evidence both ways: none of NetworkManager's devices but loopback is a link here,
+/// and a link here (not loopback) is none of its devices. A device leaving or coming on one
+/// side before the other has heard (the only NIC unplugged, a new one plugged in) is not
+/// enough, so the verdict does not flap in NetworkManager's own namespace.
 public enum NetworkManagerNamespace {
     public static func isForeign(deviceInterfaces: some Sequence<String>, linkNames: Set<String>) -> Bool {
-        var others = false
-        for interface in deviceInterfaces where interface != "lo" {
-            if linkNames.contains(interface) { return false }
-            others = true
-        }
-        return others
+        var devices = Set(deviceInterfaces)
+        devices.remove("lo")
+        let links = linkNames.subtracting(["lo"])
+        return !devices.isEmpty && devices.isDisjoint(with: links) && !links.isSubset(of: devices)
     }
 }
 

@@ -56,11 +56,14 @@ def test_a_client_in_another_namespace_is_answered_for_its_own(tenant_lab):
 def test_networkmanager_of_another_namespace_is_not_taken_for_this_ones(nm_lab):
     """NetworkManager on the bus runs in another network namespace (the lab's ``nm``; a
     container given the host's bus socket is the same): a process evaluating in a namespace
-    where none of NetworkManager's devices is a link reads the kernel's facts instead. Before,
-    it took NetworkManager's connectivity ("full") and activations for its own, in a namespace
-    with nothing but ``lo``."""
+    where none of NetworkManager's devices is a link, and whose own link is none of them, reads
+    the kernel's facts instead. Before, it took NetworkManager's connectivity ("full") and
+    activations for its own, in a namespace with no route at all."""
     lab = nm_lab
     bare = lab.namespaces.create("bare")
+    # A link of its own, as a container has (nspawn's host0): without it, nothing here says which
+    # namespace NetworkManager's devices are in (its only one may just have left the kernel).
+    lab.namespaces.ip(bare, "link", "add", "host0", "type", "veth", "peer", "name", "host1")
 
     def full_in_nm_namespace():
         answer, _ = reachctl(lab, lab.ns_nm, "--no-daemon", "status")
