@@ -122,6 +122,12 @@ def unit_property(box: ct.Container, unit: str, name: str) -> str:
     return box.run(["systemctl", "show", "-P", name, unit]).stdout.strip()
 
 
+def run_journal(box: ct.Container, unit: str) -> str:
+    """The journal of the unit's latest run only (its InvocationID), as plain text."""
+    invocation = unit_property(box, unit, "InvocationID")
+    return box.run(["journalctl", "-b", "--no-pager", "-o", "cat", "_SYSTEMD_INVOCATION_ID=" + invocation]).stdout
+
+
 class Lines:
     """A process's standard output read line by line with a deadline (no sleeps)."""
 
@@ -506,8 +512,7 @@ def test_writer_restarts_are_bounded_and_quiet(request, deb):  # pylint: disable
     first = textfile.stat().st_mtime
     harness.wait_until(lambda: textfile.stat().st_mtime >= first + 4, 15, "four heartbeats", poll=0.2)
     # This run's lines only (the failed starts above logged theirs).
-    invocation = unit_property(box, WRITER, "InvocationID")
-    log = box.run(["journalctl", "-b", "--no-pager", "-o", "cat", "_SYSTEMD_INVOCATION_ID=" + invocation]).stdout
+    log = run_journal(box, WRITER)
     lines = [line for line in log.splitlines() if "thread priority" in line]
     assert len(lines) <= 1, f"the writer logs on its heartbeat:\n{log}"
 

@@ -27,7 +27,7 @@ import time
 
 import container as ct
 import harness
-from test_systemd import GATEWAY_NEIGHBOUR, OUT, Lines, add_uplink, boot, example_binary, readme_applet, unit_property
+from test_systemd import GATEWAY_NEIGHBOUR, OUT, Lines, add_uplink, boot, example_binary, readme_applet, run_journal, unit_property
 
 
 # --- units that follow the network (the build under test, not the package) ------------
@@ -83,8 +83,7 @@ def test_a_unit_after_reachability_wait_starts_once_the_host_is_reachable(reques
 def assert_quiet(box, unit):
     """No "Failed to set thread priority" in the unit's run: libdispatch renices its worker
     threads, which the units' system call filter refused (errno=1) until it allowed setpriority."""
-    invocation = unit_property(box, unit, "InvocationID")
-    log = box.run(["journalctl", "-b", "--no-pager", "-o", "cat", "_SYSTEMD_INVOCATION_ID=" + invocation]).stdout
+    log = run_journal(box, unit)
     assert "thread priority" not in log, f"{unit} logs libdispatch's refused renice:\n{log}"
 
 
