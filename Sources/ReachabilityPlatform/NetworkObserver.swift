@@ -132,8 +132,9 @@ public final class NetworkObserver: NetworkFactSource {
         foreignNetworkManager = foreign
         if foreign {
             logger.info("""
-                NetworkManager speaks of another network namespace (none of its devices is a link here): \
-                the kernel's facts are used, and the resolver's configuration file
+                NetworkManager speaks of another network namespace (none of its devices is a link here, \
+                and a link here is none of its devices): the kernel's facts are used, and the resolver's \
+                configuration file
                 """)
         } else {
             logger.info("NetworkManager speaks of this network namespace again: its facts are used")
