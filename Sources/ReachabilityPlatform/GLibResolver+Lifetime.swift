@@ -10,8 +10,11 @@ import Synchronization
 /// AAAA. So the name is asked once more, of DNS itself, with the system resolver's own
 /// configuration (`res_nsearch(3)`: the same servers, search list and absolute names as
 /// `getaddrinfo`'s DNS), for its A and AAAA records, and the least TTL of the answer is the
-/// answer's lifetime — when the records name an address `getaddrinfo` gave. When none does
-/// (the name came from `/etc/hosts`, or from another NSS source), it has no lifetime. A name
+/// answer's lifetime — whichever addresses the records name. When they name none that
+/// `getaddrinfo` gave, the answer moved between the two questions (or the server rotates among
+/// more addresses than it gives at once): `getaddrinfo`'s answer is already old, and the name is
+/// asked again when the new one runs out. With no positive DNS answer (the name came from
+/// `/etc/hosts`, or from another NSS source), it has no lifetime. A name
 /// `getaddrinfo` did not find is asked the same way (no addresses expected): DNS's negative
 /// answer lives its negative TTL (RFC 2308: the SOA's MINIMUM, at most the SOA's own TTL),
 /// so a name that is created is seen then; one with no SOA has no lifetime.
@@ -35,7 +38,7 @@ extension GLibResolver {
 
     /// Wraps `g_task_new` and `g_task_run_in_thread`.
     func startLifetime(_ lookup: Lookup, addresses: [IPAddress]) {
-        let query = LifetimeQuery(name: lookup.host, expected: Set(addresses.map(\.bytes)))
+        let query = LifetimeQuery(name: lookup.host, notFound: addresses.isEmpty)
         query.handOver()
         let task = g_task_new(nil, nil, Self.lifetimeAnswered, Unmanaged.passRetained(lookup).toOpaque())
         g_task_set_task_data(task, Unmanaged.passRetained(query).toOpaque(), Self.releaseQuery)
@@ -50,9 +53,9 @@ extension GLibResolver {
         query.release()
     }
 
-    /// On a worker thread: the A and AAAA queries, and the least TTL of the answers that name
-    /// an expected address, or with none expected of the negative answers (-1: none). Touches
-    /// nothing but the query, which is immutable.
+    /// On a worker thread: the A and AAAA queries, and the least TTL of the positive answers,
+    /// or with no address expected of the negative answers (-1: none). Touches nothing but the
+    /// query, which is immutable.
     private nonisolated static let queryLifetime: GTaskThreadFunc = { task, _, data, _ in
         let query = Unmanaged<LifetimeQuery>.fromOpaque(data!).takeUnretainedValue()
         query.takeOver()
@@ -65,11 +68,13 @@ extension GLibResolver {
             guard count > 0 else { continue }
             let reply = Array(message[..<min(Int(count), message.count)])
             let ttl: UInt32?
-            if query.expected.isEmpty {
+            if query.notFound {
                 // The name exists now (created since its lookup): the answer "not found" has no
                 // lifetime left, so it is asked again at once (after the shortest wait).
                 ttl = NameLifetime.parse(reply) != nil ? 0 : NameLifetime.parseNegative(reply)
-            } else if let answer = NameLifetime.parse(reply), answer.addresses.contains(where: query.expected.contains) {
+            } else if let answer = NameLifetime.parse(reply) {
+                // Whichever addresses it names: naming none of `getaddrinfo`'s, it moved since,
+                // and taken for no lifetime the old answer was kept for the refresh interval.
                 ttl = answer.ttl
             } else {
                 ttl = nil
@@ -104,12 +109,13 @@ extension GLibResolver {
 /// already order, and costs two atomic operations a query.
 final class LifetimeQuery: Sendable {
     let name: String
-    let expected: Set<[UInt8]>
+    /// The name's lookup found no addresses: its negative answer's lifetime is asked.
+    let notFound: Bool
     private let handOvers = Atomic<Int>(0)
 
-    init(name: String, expected: Set<[UInt8]>) {
+    init(name: String, notFound: Bool) {
         self.name = name
-        self.expected = expected
+        self.notFound = notFound
     }
 
     /// Before giving it to another thread (through GLib): everything written so far is visible there.

@@ -13,8 +13,9 @@ public protocol NameResolver: AnyObject {
         -> any NameLookup
 
     /// How long `host`'s answer `addresses` lives (its DNS TTL, seconds), in `owner`'s turn:
-    /// `nil` when no DNS answer names any of them (the name came from `/etc/hosts` or
-    /// another source with no lifetime) or none came. With no `addresses` (the name was not
+    /// DNS's answer's now, even when it names none of them (the answer moved since), `nil` with
+    /// no positive DNS answer (the name came from `/etc/hosts` or another source with no
+    /// lifetime). With no `addresses` (the name was not
     /// found), how long that answer lives: DNS's negative TTL (RFC 2308), `nil` without one.
     /// `nil` returned: this resolver knows no lifetimes (the refresh interval and the
     /// network's events alone ask again).

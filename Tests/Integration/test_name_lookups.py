@@ -149,6 +149,26 @@ def test_a_name_whose_answer_moves_is_followed_at_its_ttl(tenant_lab):
     assert asked <= 8, f"{asked} queries of {name} in {time.monotonic() - moved:.1f} s"
 
 
+def test_an_answer_that_moves_before_its_lifetime_is_asked_is_followed_at_the_new_ttl(tenant_lab):
+    """The name's lookup (getaddrinfo: its A and AAAA queries) answers 192.0.2.10; the server moves
+    it to 198.51.100.7 (TTL 5 s, unreachable in the lab) before the next query, the one that asks
+    the answer's lifetime. That answer names none of getaddrinfo's addresses, and is still the
+    name's: the held name follows within its TTL + 2 s. Before, an answer naming none was taken
+    for a name with no lifetime (the hosts file's), and the old address was kept for the refresh
+    interval (300 s); the move in the other tests fell in that gap one run in three."""
+    lab = tenant_lab
+    name = "early." + FAST_ZONE
+    lab.namespaces.ip(lab.netns, "route", "add", "unreachable", "198.51.100.0/24")
+    lab.dns.records = {name: ("192.0.2.10", 60)}
+    lab.dns.moves = {name: (2, ("198.51.100.7", 5))}
+    lab.start_daemon()
+    early = watch(lab, name)
+    early.wait_props({"Addresses": ["192.0.2.10"], "Status": 2}, f"{name}: getaddrinfo's answer")
+    early.wait_props({"Addresses": ["198.51.100.7"], "Status": 0}, f"{name} follows the answer it moved to",
+                     timeout=7.0)
+    assert not lab.dns.moves, f"the server was asked {queries(lab, name)} times, the move never made"
+
+
 def test_a_name_that_appears_is_seen_at_its_negative_ttl(tenant_lab):
     """appearing.test does not exist (NXDOMAIN with an SOA whose negative TTL is 5 s: RFC 2308),
     then it is created: the held name is reachable within the negative TTL + 2 s, with no network
