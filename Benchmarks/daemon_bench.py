@@ -34,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Tests" / "Integration"))
 
 import harness  # noqa: E402
-from measure import context_switches as switches, pct, rss_kb  # noqa: E402
+from measure import context_switches as switches, describe_origins, pct, rss_by_origin, rss_kb  # noqa: E402
 from harness import NM_IFACE, NM_NAME, NM_PATH, ROOT_PATH, SERVICE, TARGET_IFACE  # noqa: E402
 
 
@@ -162,6 +162,15 @@ def main():
         print(f"idle over {options.idle:.0f} s: {after - before} context switches (all threads); "
               f"RSS {rss_kb(pid) / 1024:.1f} MiB with the path object held "
               f"({rss_without_path / 1024:.1f} MiB before WatchPath)")
+        origins = rss_by_origin(pid, harness.daemon_binary())
+        print("idle RSS by origin (libraries' file pages are shared with every process that maps them; "
+              "the daemon's own: its file and its anonymous memory):")
+        print(describe_origins(origins))
+        ours = sum(origins.get(key, (0, 0))[0] for key in ("the daemon's own file", "heap, stacks, anonymous"))
+        ours += sum(anonymous for key, (_, anonymous) in origins.items()
+                    if key not in ("the daemon's own file", "heap, stacks, anonymous"))
+        print(f"idle RSS private to the daemon (its file, heap and stacks, the libraries' written pages): "
+              f"{ours / 1024:.1f} MiB")
     finally:
         lab.close()
 
