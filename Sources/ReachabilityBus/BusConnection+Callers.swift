@@ -154,8 +154,9 @@ extension BusConnection {
             // Its waiting calls may be served, and what it was not sent while behind is sent now.
             tree.resume(peer)
             scheduleServing()
-        case .retry(let peer, let seconds):
-            callers.retries[peer] = Sources.every(seconds: UInt32(seconds)) { [unowned self] in
+        case .retry(let peer, let after):
+            // Whole seconds: GLib's coarse timer, which wakes with the others due that second.
+            callers.retries[peer] = Sources.every(seconds: UInt32(clamping: max(1, after / 1_000_000))) { [unowned self] in
                 self.callers.retries[peer] = nil
                 self.askReceipt(from: peer)
                 return false
@@ -226,7 +227,7 @@ extension BusConnection {
         else { return }
         defer { dbus_message_unref(ping) }
         var pending: OpaquePointer?
-        guard dbus_connection_send_with_reply(raw, ping, &pending, Int32(callers.scheduler.receiptTimeout)) != 0,
+        guard dbus_connection_send_with_reply(raw, ping, &pending, Int32(clamping: callers.scheduler.receiptTimeout / 1000)) != 0,
             let pending
         else { return }
         askQueue(of: peer, receipt: id)

@@ -1,4 +1,5 @@
 import CDBus
+import ReachabilityCore
 import ReachabilityLoop
 
 /// Method returns built from a marshalled body kept for the values last sent.
@@ -18,10 +19,10 @@ final class ReplyCache {
     private var last: (values: [DBusValue], template: OpaquePointer)?
     let capacity: Int
 
-    init(capacity: Int = 64) { self.capacity = capacity }
+    init(capacity: Int = ServiceLimits.standard.replyCache) { self.capacity = capacity }
 
     /// The largest body kept, in bytes (about: `messageSize`).
-    static let largestKept = 4096
+    static let largestKept = ServiceLimits.standard.largestKeptReply
 
     deinit { clear() }
 

@@ -25,8 +25,8 @@ extension CallScheduler {
     /// The id of the receipt to ask `peer` for, if it owes one.
     public func receipt(of peer: String) -> UInt64? { ledger.receipt(of: peer) }
 
-    /// How long a receipt is waited for (milliseconds).
-    public var receiptTimeout: Int { limits.receiptTimeout }
+    /// How long a receipt is waited for.
+    public var receiptTimeout: Microseconds { limits.receiptTimeout }
 
     // MARK: Receipts
 
@@ -52,8 +52,8 @@ extension CallScheduler {
         /// serve its waiting calls and send what was withheld from it. `askAgain`: ask it for
         /// the next receipt first; `trim`: what it read is worth giving memory back for.
         case changed(peer: String, askAgain: Bool, trim: Bool)
-        /// Ask the peer again in `seconds` (a timer, not a loop).
-        case retry(peer: String, seconds: Int)
+        /// Ask the peer again `after` this long (a timer, not a loop).
+        case retry(peer: String, after: Microseconds)
         /// Receipts are forbidden: no accounting of what peers read; everything withheld is sent.
         case receiptsForbidden
         /// The bus does not tell what it holds for a peer: receipts alone from now on.
@@ -75,7 +75,7 @@ extension CallScheduler {
             guard users[peer] != nil else { return .nothing }
             // Unless the answer may still wait behind what the bus wrote to the service (another
             // user's flood): a flood's victim was taken for a non-reader. Asked again later.
-            if isReadingBehind(flow) { return .retry(peer: peer, seconds: limits.receiptRetry) }
+            if isReadingBehind(flow) { return .retry(peer: peer, after: limits.receiptRetry) }
             let askAgain = ledger.receiptLost(from: peer, receipt: id, now: now)
             return .changed(peer: peer, askAgain: askAgain, trim: false)
         case .refused(let oursToo):
@@ -85,7 +85,7 @@ extension CallScheduler {
             if !oursToo && !ledger.receiptLost(from: peer, receipt: id, now: now) {
                 return .changed(peer: peer, askAgain: false, trim: false)
             }
-            return .retry(peer: peer, seconds: oursToo ? limits.receiptRetry : limits.receiptRetryQueueFull)
+            return .retry(peer: peer, after: oursToo ? limits.receiptRetry : limits.receiptRetryQueueFull)
         case .gone:
             return .nothing
         }

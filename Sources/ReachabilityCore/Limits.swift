@@ -1,4 +1,5 @@
-/// Every bound of the bus connection's flow and fairness, in one value: how much it reads and
+/// Every bound of the bus connection's flow and fairness, in one value (counts in what they
+/// count, sizes in bytes, durations in `Microseconds`): how much it reads and
 /// serves a turn, what callers may make it hold, when a caller is taken for one that does not
 /// read. The bus connection is given one (`standard` unless a test says otherwise) and reads
 /// every figure from it; what each bounds and why it has this value is told in
@@ -38,17 +39,17 @@ public struct Limits: Sendable, Equatable {
     /// are sent no more signals (bytes).
     public var unreadPerUser = 1024 * 1024
     /// How long a read receipt is waited for before the connection is taken for one that does
-    /// not read (milliseconds).
-    public var receiptTimeout = 5_000
+    /// not read.
+    public var receiptTimeout: Microseconds = 5_000_000
     /// The wait before a user's first forgiveness of a receipt that went unanswered; it doubles
-    /// with each one until a receipt is answered (microseconds).
-    public var forgivenessAfter = 5_000_000
+    /// with each one until a receipt is answered.
+    public var forgivenessAfter: Microseconds = 5_000_000
     /// How soon a receipt is asked again when no verdict can be drawn (messages for the service
-    /// still wait to be read, or the bus refused it for our own calls in flight) (seconds).
-    public var receiptRetry = 1
+    /// still wait to be read, or the bus refused it for our own calls in flight).
+    public var receiptRetry: Microseconds = 1_000_000
     /// How soon a receipt is asked again when the bus refused it because the peer's queue in
-    /// the bus is full (seconds).
-    public var receiptRetryQueueFull = 10
+    /// the bus is full.
+    public var receiptRetryQueueFull: Microseconds = 10_000_000
     /// Identity requests (`GetConnectionUnixUser`) in flight at once (requests).
     public var identitiesInFlight = 48
 

@@ -18,8 +18,8 @@ import ReachabilityLoop
 /// has its answer dropped.
 @LoopActor
 public final class GLibResolver: NameResolver {
-    public static let maximumInFlight = 8
-    public static let maximumInFlightPerUser = 4
+    public static let maximumInFlight = ServiceLimits.standard.lookupsInFlight
+    public static let maximumInFlightPerUser = ServiceLimits.standard.lookupsInFlightPerUser
 
     /// One lookup; cancelling it drops its completion.
     @LoopActor

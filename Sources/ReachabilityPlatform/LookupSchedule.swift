@@ -26,7 +26,7 @@ final class LookupSchedule {
     static let delays: [Int64] = [500_000, 1_000_000, 2_000_000, 4_000_000, 8_000_000, 16_000_000]
     /// Lookups due within this long after the timer's deadline are made when it fires: a
     /// burst of failures costs one wake-up, not one per name.
-    static let coalescing: Int64 = 100_000
+    static let coalescing = ServiceLimits.standard.lookupCoalescing
 
     /// The targets owed a lookup, by their host, and when.
     private var owed: [ObjectIdentifier: (target: WatchedTarget, due: Int64)] = [:]

@@ -17,8 +17,8 @@ public final class NetlinkMonitor {
     private var receiveBuffer = [UInt8](repeating: 0, count: 32768)
     /// What each event makes stale.
     public private(set) var classifier = StalenessClassifier()
-    /// The socket's receive buffer asked for: 4 MiB.
-    static let receiveBufferSize: Int32 = 4 << 20
+    /// The socket's receive buffer asked for.
+    static let receiveBufferSize = Int32(ServiceLimits.standard.netlinkReceiveBuffer)
     private let logger: Logger
 
     /// Binds to the groups. Wraps `bind(2)` on an `AF_NETLINK` socket.

@@ -38,13 +38,13 @@ final class RouteAnswers {
 
     /// A lifetime is taken to have ended this early (the kernel counts it in ticks of
     /// up to 10 ms, and tells it rounded down): 20 ms.
-    nonisolated static let expirySlack: Int64 = 20_000
+    nonisolated static let expirySlack = ServiceLimits.standard.routeExpirySlack
 
     /// The most routes cached between two network changes: twice the most targets, so only a
     /// flood of addresses that nobody watches for long (queries, short-lived targets) can
     /// reach it; the cache then starts again, and watched addresses are looked up again in
     /// batches when next evaluated.
-    static let routeCacheLimit = 32_768
+    static let routeCacheLimit = ServiceLimits.standard.routeCache
 
     init(expired: @escaping () -> Void) {
         self.expired = expired

@@ -69,7 +69,7 @@ public final class Daemon {
     /// NetworkManager takes to answer on a loaded boot (tens of milliseconds). Past it,
     /// the name is requested with the facts known then (the kernel's in `auto` mode,
     /// nothing in `networkmanager` mode), and the backend's answer follows as a change.
-    public static let readyBound: UInt32 = 5000
+    public static let readyBound = ServiceLimits.standard.readyBound
 
     /// Sets up on `loop`, which the calling thread runs. Everything logs to `logger`;
     /// `LogControl1` sets the level and target of `log` (the one `logger` writes to).
@@ -146,7 +146,7 @@ public final class Daemon {
             // Evaluated from what answered (the kernel, in `auto` mode), so the first caller gets that.
             requests.evaluator.networkChanged()
             logger.warning("""
-                the backend gave no first answer within \(Self.readyBound) ms; serving with what is \
+                the backend gave no first answer within \(Self.readyBound / 1000) ms; serving with what is \
                 known (backend \(manager.backend.rawValue)), its answer follows as a change
                 """)
         }
@@ -209,7 +209,7 @@ public final class Daemon {
             throw .failure("cannot watch the kernel's network state: \(error)")
         }
         // The name follows the first evaluation (`evaluationFinished`), within a bound.
-        readyTimer = Sources.after(milliseconds: Self.readyBound) { [unowned self] in
+        readyTimer = Sources.after(milliseconds: UInt32(Self.readyBound / 1000)) { [unowned self] in
             self.serve(waitedTooLong: true)
         }
         // systemd's watchdog, fed from this loop: a loop that stops turning (not only a process

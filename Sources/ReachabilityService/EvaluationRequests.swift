@@ -10,20 +10,21 @@ import ReachabilityLoop
 final class EvaluationRequests {
     let evaluator: TargetEvaluator
     /// Unwatched-host `Query` lookups in flight, per user and in all.
-    private var queries = Quota(perUser: 64, total: 1024)
+    private var queries = Quota(perUser: ServiceLimits.standard.queriesPerUser, total: ServiceLimits.standard.queries)
     /// The lookups in flight of each caller's `Query` calls, cancelled when it leaves.
     private var queriesByClient: [String: [ObjectIdentifier: (lookup: any NameLookup, user: UserID)]] = [:]
     /// Lookups of names a caller chose (`Query` of an unwatched host, `Refresh` of a host), per user:
-    /// a burst of 64, then 16 a second.
-    private var lookupsOnRequest = RateLimiter(burst: 64, perSecond: 16)
+    /// a burst, then a rate (`ServiceLimits`).
+    private var lookupsOnRequest = RateLimiter(burst: ServiceLimits.standard.lookupsOnRequestBurst,
+                                               perSecond: Double(ServiceLimits.standard.lookupsOnRequestPerSecond))
     /// When `Refresh` last re-read every fact (monotonic µs).
     private var lastReload: Int64 = 0
     /// `Refresh` calls of one user that may wait for one host's lookup. The answer releases
     /// them all in one turn of the loop, ahead of any other caller's answer: a storm of them
     /// (thousands in flight) made everybody else wait for that burst.
-    static let waitingRefreshesPerUser = 16
+    static let waitingRefreshesPerUser = ServiceLimits.standard.waitingRefreshesPerUser
     /// A `Refresh` within this long of the last one uses the facts that one read.
-    static let refreshJoinWindow: Int64 = 100_000
+    static let refreshJoinWindow = ServiceLimits.standard.refreshJoinWindow
 
     /// `resolver` looks host names up (`nil`: GLib's; a test brings its own). The evaluator logs to `logger`.
     init(refreshInterval: UInt32, logger: Logger, resolver: (any NameResolver)? = nil) {

@@ -149,7 +149,7 @@ final class TargetRegistry {
         removals = Sources.idle { [unowned self] in self.removeOrphans() }
     }
 
-    static let removalBatch = 128
+    static let removalBatch = ServiceLimits.standard.removalBatch
 
     private func removeOrphans() {
         removals = nil

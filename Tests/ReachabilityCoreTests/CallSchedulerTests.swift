@@ -261,7 +261,7 @@ struct CallSchedulerTests {
         let id = s.receipt(of: ":1.1")!
         // Our own calls in flight: no verdict on the peer; asked again a second later.
         #expect(s.receiptAnswered(by: ":1.1", receipt: id, .refused(oursToo: true), flow: Gauge.calm)
-                    == .retry(peer: ":1.1", seconds: s.limits.receiptRetry))
+                    == .retry(peer: ":1.1", after: s.limits.receiptRetry))
         #expect(s.receiptAnswered(by: ":1.1", receipt: id, .gone, flow: Gauge.calm) == .nothing)
         // Its queue in the bus is full: counted as unanswered (forgiven the first time).
         #expect(s.receiptAnswered(by: ":1.1", receipt: id, .refused(oursToo: false), flow: Gauge.calm)
@@ -269,7 +269,7 @@ struct CallSchedulerTests {
         _ = s.sending(150, to: ":1.1")
         clock.advance(seconds: 1)
         #expect(s.receiptAnswered(by: ":1.1", receipt: s.receipt(of: ":1.1")!, .refused(oursToo: false),
-                                  flow: Gauge.calm) == .retry(peer: ":1.1", seconds: s.limits.receiptRetryQueueFull))
+                                  flow: Gauge.calm) == .retry(peer: ":1.1", after: s.limits.receiptRetryQueueFull))
         // The policy forbids receipts: no accounting at all from now on.
         #expect(s.receiptAnswered(by: ":1.1", receipt: 0, .forbidden, flow: Gauge.calm) == .receiptsForbidden)
         #expect(!s.dropsUnread(from: ":1.1") && s.ledger.totalUnread == 0)

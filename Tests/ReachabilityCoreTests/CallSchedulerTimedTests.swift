@@ -79,7 +79,7 @@ struct CallSchedulerTimedTests {
         flow.toRead = 1
         let id = s.receipt(of: ":1.1")!
         #expect(s.receiptAnswered(by: ":1.1", receipt: id, .timedOut, flow: flow)
-                    == .retry(peer: ":1.1", seconds: s.limits.receiptRetry))
+                    == .retry(peer: ":1.1", after: s.limits.receiptRetry))
         #expect(s.receipt(of: ":1.1") == id && s.ledger.unread(by: 1) == 150, "nothing forgiven, nothing lost")
         // Of a caller that left: nothing, whenever.
         _ = s.forget(":1.1")

@@ -2,17 +2,16 @@ import Foundation
 import Testing
 import ReachabilityCore
 
-@Suite("Every flow and fairness limit is named and explained in docs/hardening.md")
+@Suite("Every limit, the bus connection's and the service's own, is named and explained in docs/hardening.md")
 struct LimitsTests {
-    /// The rows of docs/hardening.md's "Flow and fairness limits" table: name → value, as written
-    /// (the first code span of each column, without digit separators).
-    static func documented() throws -> [(name: String, value: String)] {
+    /// The rows of the table under docs/hardening.md's heading `heading`: name → value, as
+    /// written (the first code span of each column, without digit separators).
+    static func documented(under heading: String) throws -> [(name: String, value: String)] {
         let repository = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let page = try String(contentsOf: repository.appendingPathComponent("docs/hardening.md"), encoding: .utf8)
         let lines = page.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        let start = try #require(lines.firstIndex(of: "### Flow and fairness limits"),
-                                 "docs/hardening.md has no heading \"Flow and fairness limits\"")
+        let start = try #require(lines.firstIndex(of: "### \(heading)"), "docs/hardening.md has no heading \"\(heading)\"")
         var rows: [(String, String)] = []
         for line in lines[(start + 1)...] {
             if line.hasPrefix("#") { break }
@@ -31,21 +30,30 @@ struct LimitsTests {
         return parts.count >= 3 ? String(parts[1]) : cell
     }
 
-    @Test("the table lists every property of Limits with its value, and nothing else")
-    func tableMatchesLimits() throws {
-        let rows = try Self.documented()
-        let properties = Mirror(reflecting: Limits.standard).children.map { ($0.label ?? "", "\($0.value)") }
+    @Test("each table lists every property of its type with its value, and nothing else; no name is in both",
+          arguments: [("Flow and fairness limits", "Limits"), ("The service's own limits", "ServiceLimits")])
+    func tableMatchesType(heading: String, type: String) throws {
+        let rows = try Self.documented(under: heading)
+        let value: Any = type == "Limits" ? Limits.standard : ServiceLimits.standard
+        let properties = Mirror(reflecting: value).children.map { ($0.label ?? "", "\($0.value)") }
         #expect(!properties.isEmpty)
         let documented = Dictionary(rows, uniquingKeysWith: { first, _ in first })
         #expect(documented.count == rows.count, "a property is listed twice")
         for (name, value) in properties {
             #expect(documented[name] == value,
-                    "Limits.\(name) is \(value); the table says \(documented[name] ?? "nothing")")
+                    "\(type).\(name) is \(value); the table says \(documented[name] ?? "nothing")")
         }
         let names = Set(properties.map(\.0))
         for (name, _) in rows {
-            #expect(names.contains(name), "the table lists \(name), which is no property of Limits")
+            #expect(names.contains(name), "the table lists \(name), which is no property of \(type)")
         }
+    }
+
+    @Test("no limit is in two tables")
+    func oneTableEach() throws {
+        let bus = Set(try Self.documented(under: "Flow and fairness limits").map(\.name))
+        let service = Set(try Self.documented(under: "The service's own limits").map(\.name))
+        #expect(bus.isDisjoint(with: service), "in both tables: \(bus.intersection(service).sorted())")
     }
 
     @Test("the derived bounds follow the stored ones")
