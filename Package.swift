@@ -53,6 +53,9 @@ let package = Package(
 
         // Pure logic: flags, status, snapshots, path escaping. No C import.
         .target(name: "ReachabilityCore", plugins: ["EmbedContract"]),
+        // Fairness between callers and users: the queues, the call scheduler, the ledger of
+        // unread output, quotas, holders and every limit (pure Swift, no C).
+        .target(name: "ReachabilityFairness", dependencies: ["ReachabilityCore"]),
         // The GLib main loop everything runs on: sources, the loop thread, the log's vocabulary
         // and the daemon's log handler (journal, `<N>`, terminal), the instruments, the clock.
         .target(
@@ -65,19 +68,19 @@ let package = Package(
         // applies to callers (queues, quotas, read receipts) are pure logic in ReachabilityCore.
         .target(
             name: "ReachabilityBus",
-            dependencies: ["CDBus", "CGLib", "ReachabilityCore", "ReachabilityLoop",
+            dependencies: ["CDBus", "CGLib", "ReachabilityCore", "ReachabilityFairness", "ReachabilityLoop",
                            .product(name: "Logging", package: "swift-log")]),
         // Network facts: libnm, rtnetlink, and ModemManager's signal quality read over GIO's
         // D-Bus (the one thing libnm does not carry). It does not link libdbus and exports
         // nothing on the bus: that is ReachabilityBus and ReachabilityService.
         .target(
             name: "ReachabilityPlatform",
-            dependencies: ["ReachabilityCore", "ReachabilityLoop", "CGLib", "CNetworkManager", "CNetlink",
+            dependencies: ["ReachabilityCore", "ReachabilityFairness", "ReachabilityLoop", "CGLib", "CNetworkManager", "CNetlink",
                            .product(name: "Logging", package: "swift-log")]),
         // The daemon's exported objects and its run loop.
         .target(
             name: "ReachabilityService",
-            dependencies: ["ReachabilityCore", "ReachabilityLoop", "ReachabilityBus", "ReachabilityPlatform",
+            dependencies: ["ReachabilityCore", "ReachabilityFairness", "ReachabilityLoop", "ReachabilityBus", "ReachabilityPlatform",
                            .product(name: "Logging", package: "swift-log")]),
         // Call-cost benchmark (a libdbus client); see docs/performance.md, "Performance".
         .executableTarget(name: "reachability-bench", dependencies: ["ReachabilityBus", "ReachabilityLoop"]),
@@ -124,6 +127,7 @@ let package = Package(
         .executableTarget(name: "reachability-fuzz", dependencies: ["FuzzChecks", "CFuzzer"]),
 
         .testTarget(name: "ReachabilityCoreTests", dependencies: ["ReachabilityCore"]),
+        .testTarget(name: "ReachabilityFairnessTests", dependencies: ["ReachabilityFairness", "ReachabilityCore"]),
         // What the bus's, the platform's and the service's tests share: a resolver that answers
         // when the test says, and the in-memory logger each test that logs passes (its own: no two
         // tests share a log).
@@ -138,7 +142,8 @@ let package = Package(
         .testTarget(
             name: "ReachabilityBusTests",
             dependencies: [
-                "ReachabilityBus", "ReachabilityCore", "ReachabilityLoop", "CDBus", "ReachabilityTestSupport",
+                "ReachabilityBus", "ReachabilityCore", "ReachabilityFairness", "ReachabilityLoop", "CDBus",
+                "ReachabilityTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ]),

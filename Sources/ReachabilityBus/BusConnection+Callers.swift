@@ -1,6 +1,7 @@
 import CDBus
 import Logging
 import ReachabilityCore
+import ReachabilityFairness
 import ReachabilityLoop
 
 /// The callers of a service connection, as the connection's glue holds them: the

@@ -1,6 +1,7 @@
 import CDBus
 import Glibc
 import ReachabilityCore
+import ReachabilityFairness
 import ReachabilityLoop
 
 /// How a connection takes in a flood and lets its answers out, so that one caller's

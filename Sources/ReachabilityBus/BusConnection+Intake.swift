@@ -1,5 +1,6 @@
 import CDBus
 import ReachabilityCore
+import ReachabilityFairness
 import ReachabilityLoop
 
 /// What a peer can make the connection hold before its call is even decoded: the file

@@ -2,6 +2,7 @@ import CDBus
 import CGLib
 import Logging
 import ReachabilityCore
+import ReachabilityFairness
 import ReachabilityLoop
 
 /// A private libdbus connection driven by the GLib main loop, exporting

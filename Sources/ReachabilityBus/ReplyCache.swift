@@ -1,5 +1,6 @@
 import CDBus
 import ReachabilityCore
+import ReachabilityFairness
 import ReachabilityLoop
 
 /// Method returns built from a marshalled body kept for the values last sent.

@@ -1,3 +1,8 @@
+/// A Unix user id, as the bus driver reports a caller's (`GetConnectionUnixUser`).
+/// Every limit that protects users from each other counts per user: one user can
+/// open many connections, but has one uid.
+public typealias UserID = UInt32
+
 /// The routing policy's uid rules (`ip rule … uidrange A-B`), and which callers
 /// they route alike.
 ///

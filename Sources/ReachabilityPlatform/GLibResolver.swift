@@ -1,6 +1,7 @@
 import CGLib
 import Logging
 import ReachabilityCore
+import ReachabilityFairness
 import ReachabilityLoop
 
 /// Host-name resolution through GLib's `GResolver`, which answers on the main

@@ -1,4 +1,5 @@
 import ReachabilityCore
+import ReachabilityFairness
 import ReachabilityLoop
 
 /// Host lookups owed at a time of their own, not on a network event:

@@ -2,6 +2,7 @@ import CNetlink
 import Glibc
 import Logging
 import ReachabilityCore
+import ReachabilityFairness
 import ReachabilityLoop
 
 /// Listens to the kernel's link, address, route, rule, next-hop, neighbour and

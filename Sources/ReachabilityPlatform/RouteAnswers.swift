@@ -1,4 +1,5 @@
 import ReachabilityCore
+import ReachabilityFairness
 import ReachabilityLoop
 
 /// The kernel's route answers an evaluation reads, and how long each stays true.

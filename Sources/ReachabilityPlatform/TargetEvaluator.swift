@@ -1,6 +1,7 @@
 import Glibc
 import Logging
 import ReachabilityCore
+import ReachabilityFairness
 import ReachabilityLoop
 
 /// Turns network facts into target states, for the daemon and for the client

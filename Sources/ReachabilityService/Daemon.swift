@@ -2,6 +2,7 @@ import Glibc
 import Logging
 import ReachabilityBus
 import ReachabilityCore
+import ReachabilityFairness
 import ReachabilityLoop
 import ReachabilityPlatform
 

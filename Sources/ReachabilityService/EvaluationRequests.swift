@@ -1,6 +1,7 @@
 import Logging
 import ReachabilityBus
 import ReachabilityCore
+import ReachabilityFairness
 import ReachabilityPlatform
 import ReachabilityLoop
 

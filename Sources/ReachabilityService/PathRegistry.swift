@@ -1,5 +1,6 @@
 import ReachabilityBus
 import ReachabilityCore
+import ReachabilityFairness
 import ReachabilityPlatform
 import ReachabilityLoop
 

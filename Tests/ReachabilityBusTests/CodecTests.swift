@@ -1,5 +1,6 @@
 import CDBus
 import ReachabilityCore
+import ReachabilityFairness
 import Testing
 @testable import ReachabilityBus
 

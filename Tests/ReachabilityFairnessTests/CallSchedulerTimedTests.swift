@@ -1,5 +1,6 @@
 import Testing
-@testable import ReachabilityCore
+import ReachabilityCore
+@testable import ReachabilityFairness
 
 /// The scheduler's decisions that depend on time or on the bus's word: the connection-stats
 /// witness, forgiveness, dropping stalled peers' calls, withheld delivery, refusals in turn.

@@ -1,7 +1,4 @@
-/// A Unix user id, as the bus driver reports a caller's (`GetConnectionUnixUser`).
-/// Every limit that protects users from each other counts per user: one user can
-/// open many connections, but has one uid.
-public typealias UserID = UInt32
+import ReachabilityCore
 
 /// Work waiting to be served, one FIFO queue per user, served round-robin: a
 /// user with a thousand items queued delays another user's one item by one item.
@@ -119,32 +116,5 @@ public struct FairQueue<Item> {
             return (user, item)
         }
         return nil
-    }
-}
-
-/// A FIFO queue on an array with a moving head: O(1) amortised at both ends.
-public struct Ring<Element> {
-    private var storage: [Element] = []
-    private var head = 0
-
-    public init() {}
-
-    public var count: Int { storage.count - head }
-    public var isEmpty: Bool { count == 0 }
-
-    public mutating func append(_ element: Element) { storage.append(element) }
-
-    public mutating func popFirst() -> Element? {
-        guard head < storage.count else { return nil }
-        let element = storage[head]
-        head += 1
-        if head == storage.count {
-            storage.removeAll(keepingCapacity: storage.count <= 1024)
-            head = 0
-        } else if head >= 1024 && head * 2 >= storage.count {
-            storage.removeFirst(head)
-            head = 0
-        }
-        return element
     }
 }

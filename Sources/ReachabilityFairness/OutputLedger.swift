@@ -1,3 +1,5 @@
+import ReachabilityCore
+
 /// What the service has sent to each peer that the peer may not have read yet,
 /// and so what it costs the service on the bus.
 ///

@@ -1,5 +1,6 @@
 import Testing
-@testable import ReachabilityCore
+import ReachabilityCore
+@testable import ReachabilityFairness
 
 @Suite("Holders of watched targets")
 struct HoldersTests {

@@ -1,3 +1,5 @@
+import ReachabilityCore
+
 /// Every bound of the bus connection's flow and fairness, in one value (counts in what they
 /// count, sizes in bytes, durations in `Microseconds`): how much it reads and
 /// serves a turn, what callers may make it hold, when a caller is taken for one that does not

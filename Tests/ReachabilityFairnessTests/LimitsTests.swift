@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ReachabilityCore
+import ReachabilityFairness
 
 @Suite("Every limit, the bus connection's and the service's own, is named and explained in docs/hardening.md")
 struct LimitsTests {

@@ -1,5 +1,6 @@
 import Testing
-@testable import ReachabilityCore
+import ReachabilityCore
+@testable import ReachabilityFairness
 
 @Suite("Fairness between users: queues, quotas, rates, unread output")
 struct FairnessTests {

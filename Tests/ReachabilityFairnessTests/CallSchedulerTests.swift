@@ -1,5 +1,6 @@
 import Testing
-@testable import ReachabilityCore
+import ReachabilityCore
+@testable import ReachabilityFairness
 
 /// What the scheduler is shown of a socket: set by the test, and counted, so a test can tell
 /// which readings a decision needed (each may be a system call).

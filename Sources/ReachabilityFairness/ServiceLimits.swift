@@ -1,3 +1,5 @@
+import ReachabilityCore
+
 /// A span of time in microseconds, the unit of the loop's clock (`MonotonicClock`): every
 /// duration among the limits (`Limits`, `ServiceLimits`) is one.
 public typealias Microseconds = Int64

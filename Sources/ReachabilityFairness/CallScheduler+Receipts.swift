@@ -1,3 +1,5 @@
+import ReachabilityCore
+
 /// What callers have not read (`OutputLedger`), the read receipts that show they read it, and
 /// the refusals that wait their turn as answers do.
 extension CallScheduler {

@@ -1,3 +1,5 @@
+import ReachabilityCore
+
 /// Why a hold or a release was refused. Mapped to the D-Bus errors
 /// `…Error.TooManyTargets` and `…Error.UnknownTarget`.
 public enum HoldError: Error, Hashable, Sendable, CustomStringConvertible {

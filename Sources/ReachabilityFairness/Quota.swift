@@ -1,3 +1,5 @@
+import ReachabilityCore
+
 /// A count of something held (lookups in flight, say) with a limit per user and
 /// a limit for everybody together. `perUser` is kept below `total`, so one user
 /// can never take all of it: there is always room for the others.

@@ -1,3 +1,5 @@
+import ReachabilityCore
+
 /// What a connection can see of its own socket and of libdbus's queues, read only when a
 /// decision needs it (each read may be a system call).
 public protocol FlowGauge {
