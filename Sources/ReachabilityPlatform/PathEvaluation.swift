@@ -22,6 +22,13 @@ final class PathEvaluation {
     /// The SSID each Wi-Fi link was last seen on: one without an active access point for a
     /// moment (a roam) is taken as still on it.
     var ssids = NetworkIdentity.SSIDs()
+    /// The last evaluation's bound routes and whether DNS was configured: what the paths of
+    /// callers whose uid the rules route otherwise are evaluated from, with their own
+    /// internet routes (`TargetEvaluator.pathState(uid:)`).
+    private(set) var bound: [Int32: Engine.BoundRoutes] = [:]
+    private(set) var dnsConfigured = false
+    /// Those callers' paths, per answer class, for this evaluation only.
+    var views: [AnswerClass: PathState] = [:]
 
     /// Evaluates the paths from `facts`, asking `source` for each link's bound routes;
     /// returns whether they changed, why connections made before may be broken (`nil`:
@@ -32,13 +39,17 @@ final class PathEvaluation {
         let start = MonotonicClock.microseconds()
         var new: PathState
         var seen = NetworkIdentity.Observed()
+        views.removeAll()
         if let source, facts.backend != .none {
-            new = Engine.evaluatePaths(facts, bound: boundRoutes(facts, source), dnsConfigured: source.dnsConfigured())
+            bound = boundRoutes(facts, source)
+            dnsConfigured = source.dnsConfigured()
+            new = Engine.evaluatePaths(facts, bound: bound, dnsConfigured: dnsConfigured)
             seen = observe(new, facts, source)
             new.networkIdentity = seen.identity
         } else {
             new = .none
             expiry = nil
+            bound = [:]
         }
         count += 1
         let invalidation = observed.flatMap { NetworkIdentity.invalidation(from: $0, to: seen, lastNetwork: lastNetwork) }
@@ -55,6 +66,7 @@ final class PathEvaluation {
     func reset() {
         state = .none
         observed = nil
+        views.removeAll()
     }
 
     /// Every usable link's routes to the first internet destination of each family,

@@ -41,6 +41,20 @@ extension TargetEvaluator {
         return answerClass == users.uidRules.answerClass(of: getuid()) ? nil : answerClass
     }
 
+    /// The paths as callers of `uid` see them: the shared ones (`pathState`) unless the uid
+    /// rules route their packets otherwise, then the same links judged by their own internet
+    /// routes (as `NWPathMonitor` in their process judges them), the network's identity
+    /// kept. Once per answer class and evaluation.
+    public func pathState(uid: UserID) -> PathState {
+        guard isPathWanted, pathState != .none, let answerClass = answerClass(of: uid) else { return pathState }
+        if let view = paths.views[answerClass] { return view }
+        var view = Engine.evaluatePaths(internetFacts(uid: uid, answerClass: answerClass), bound: paths.bound,
+                                        dnsConfigured: paths.dnsConfigured)
+        view.networkIdentity = pathState.networkIdentity
+        paths.views[answerClass] = view
+        return view
+    }
+
     /// Evaluates the answers of `target`'s holders whose uid the rules route otherwise,
     /// once per answer class; true when they changed. Nothing is asked while the policy
     /// has no uid rule, or no such user holds it.

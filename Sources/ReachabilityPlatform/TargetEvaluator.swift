@@ -244,7 +244,8 @@ public final class TargetEvaluator {
     private func evaluatePath(logged: Bool = true) -> String {
         let (changed, invalidation, words) = paths.evaluate(facts, source: source)
         if logged { logger.debug("\(words)") }
-        if changed { sink?.pathChanged(paths.state) }
+        // With uid rules, a holder's own path may change while the shared one does not.
+        if changed || !users.uidRules.isEmpty { sink?.pathChanged(paths.state) }
         // Around a sleep, `resumed` says it instead, once: at most one notice per event.
         if let invalidation, !isResuming, sleepWatch?.isAsleep != true { sink?.invalidated(invalidation) }
         return words

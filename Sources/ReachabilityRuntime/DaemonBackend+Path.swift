@@ -4,8 +4,8 @@ import ReachabilityCore
 import ReachabilityLoop
 
 /// The daemon's path object (`WatchPath`), while a path monitor in this process runs: held
-/// like a target, its `PropertiesChanged` followed with a match rule of its own (the path is
-/// the same for everybody, and the daemon broadcasts its signals).
+/// like a target, its `PropertiesChanged` followed with a match rule of its own (the daemon
+/// sends them to its holders, each with its own user's paths).
 extension DaemonBackend {
     /// The daemon's path object, followed.
     @LoopActor

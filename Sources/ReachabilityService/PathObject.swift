@@ -5,21 +5,31 @@ import ReachabilityLoop
 
 /// The paths to the internet per interface, exported at `…/path` with the
 /// `…Reachability1.Path` interface while a client holds it (`WatchPath`). Its
-/// owner feeds it evaluated states; it announces what changed.
+/// owner feeds it evaluated states; it announces what changed, to each holder its own
+/// paths: a holder whose uid the routing policy's uid rules route otherwise reads and
+/// hears the paths its own packets have (`ViewedByUser`, `TargetEvaluator.pathState(uid:)`).
 @LoopActor
 public final class PathObject {
     public private(set) var state: PathState
     /// Weak: the exported object holds this one (its interface is bound to it), and the
     /// connection holds the exported object while it is on the bus.
     weak var exported: ExportedObject?
+    /// Whose paths the views are (`nil` for a view itself).
+    private let evaluator: TargetEvaluator?
+    /// The views of the users the uid rules route otherwise, per answer class (their
+    /// properties are read through `view(for:)`, never exported themselves).
+    private var views: [AnswerClass: PathObject] = [:]
 
-    init(state: PathState) {
+    init(state: PathState, evaluator: TargetEvaluator?) {
         self.state = state
+        self.evaluator = evaluator
     }
 
-    /// A new evaluation: `PropertiesChanged` with the properties that changed, if any.
+    /// A new evaluation: `PropertiesChanged` with the properties that changed, if any, to
+    /// each holder in its own view.
     func update(_ state: PathState) {
-        guard state != self.state else { return }
+        if evaluator?.uidRules.isEmpty ?? true { views.removeAll() }
+        guard state != self.state || !views.isEmpty else { return }
         self.state = state
         exported?.propertiesChanged()
     }
@@ -46,6 +56,22 @@ public final class PathObject {
         ],
         signals: [invalidatedSignal],
         introspection: Names.contract[Names.pathInterface])
+}
+
+extension PathObject: ViewedByUser {
+    /// The object whose properties callers of `user` read: a view with their own paths when
+    /// the uid rules route their packets otherwise, else this.
+    public func view(for user: UserID) -> AnyObject {
+        guard let evaluator, let answerClass = evaluator.answerClass(of: user) else { return self }
+        let state = evaluator.pathState(uid: user)
+        if let view = views[answerClass] {
+            view.state = state
+            return view
+        }
+        let view = PathObject(state: state, evaluator: nil)
+        views[answerClass] = view
+        return view
+    }
 }
 
 extension PathInterface {

@@ -33,10 +33,10 @@ final class PathRegistry {
         _ = try? holders.hold(Names.pathPath, client: client, user: user)
         if object == nil {
             evaluator.isPathWanted = true
-            let object = PathObject(state: evaluator.pathState)
+            let object = PathObject(state: evaluator.pathState, evaluator: evaluator)
             self.object = object
             object.exported = connection.export(at: Names.pathPath, interfaces: [PathObject.interface.bound(to: object)],
-                                                audience: nil)
+                                                audience: PathHolders(registry: self))
         }
         return Names.pathPath
     }
@@ -49,18 +49,46 @@ final class PathRegistry {
         } catch {
             throw ServiceError.unknownTarget("\(Names.pathPath.rawValue) is not held by \(client)")
         }
-        if isLast { remove() }
+        if isLast { remove(announcingTo: [client]) }
     }
 
     /// `client` left the bus.
     func releaseAll(client: String) {
-        if !holders.releaseAll(client: client).isEmpty { remove() }
+        if !holders.releaseAll(client: client).isEmpty { remove(announcingTo: [client]) }
     }
 
-    private func remove() {
+    /// The last holder, `listeners`, let it go: `InterfacesRemoved` to it.
+    private func remove(announcingTo listeners: [String]) {
         guard object != nil else { return }
         object = nil
         evaluator.isPathWanted = false
-        connection.unexport(Names.pathPath, to: nil)
+        connection.unexport(Names.pathPath, to: listeners)
     }
+
+    /// The holders, each with its user.
+    fileprivate var holdersByUser: [UserID: [String]] {
+        Dictionary(grouping: holders.holderList(of: Names.pathPath), by: { holders.user(of: $0) ?? 0 })
+    }
+
+    fileprivate var holderList: [String] { holders.holderList(of: Names.pathPath) }
+
+    fileprivate func isHolder(_ client: String) -> Bool { holders.isHolder(client, of: Names.pathPath) }
+}
+
+/// The path object's audience: everybody may read it (each user its own paths), its holders
+/// hear its signals, each in its own user's view.
+@LoopActor
+private final class PathHolders: ObjectAudience {
+    /// Unowned: the registry unexports the object before it goes.
+    unowned let registry: PathRegistry
+
+    init(registry: PathRegistry) { self.registry = registry }
+
+    func admits(_ user: UserID) -> Bool { true }
+
+    var listeners: [String] { registry.holderList }
+
+    func hears(_ peer: String) -> Bool { registry.isHolder(peer) }
+
+    var listenersByUser: [UserID: [String]] { registry.holdersByUser }
 }

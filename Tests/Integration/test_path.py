@@ -166,7 +166,8 @@ def test_watch_path_release_and_disconnect(kernel_lab):
     """Nothing is evaluated while nobody holds the path object, through network changes. WatchPath:
     the object appears (InterfacesAdded carrying its evaluated properties) and is introspectable from
     the root; a second client shares it; Release by one keeps it, the other leaving the bus removes
-    it (InterfacesRemoved), and the network changes after that are not evaluated for it. Release of
+    it, and the last holder's Release is told with InterfacesRemoved; the network changes after
+    that are not evaluated for it. Release of
     an object not held is UnknownTarget; WatchPath counts against no target limit (one per client)."""
     lab = kernel_lab
     # --verbose whatever REACH_TEST_QUIET says: the log lines are what this test counts.
@@ -208,12 +209,20 @@ def test_watch_path_release_and_disconnect(kernel_lab):
         assert [e for e in root.since(mark) if e.member == "InterfacesRemoved"] == [], "another client holds it"
     finally:
         other.close()
+    # Its last holder left the bus: the object goes, and InterfacesRemoved went to that holder
+    # alone (the path object's signals are its holders'), so nothing announces it here.
+    harness.wait_until(
+        lambda: lab.client.call_error(SERVICE, PATH_PATH, harness.PROPERTIES_IFACE, "GetAll", "s", (PATH_IFACE,)),
+        harness.CHANGE_TIMEOUT, "the object gone once its last holder left the bus", poll=0.05)
+    assert [e for e in root.since(mark) if e.member == "InterfacesRemoved"] == [], "told to a client that let it go"
+    # Held again by this client alone, and released: it is told.
+    mark = root.mark()
+    path_lab.watch()
+    lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "Release", "o", (PATH_PATH,))
     harness.wait_until(lambda: any(e.member == "InterfacesRemoved" for e in root.since(mark)), harness.CHANGE_TIMEOUT,
-                       "InterfacesRemoved once the last holder left the bus", lambda: root.describe(mark))
+                       "InterfacesRemoved to the last holder as it lets go", lambda: root.describe(mark))
     removed = [e for e in root.since(mark) if e.member == "InterfacesRemoved"]
     assert len(removed) == 1 and removed[0].args == (PATH_PATH, [PATH_IFACE]), root.describe(mark)
-    error = lab.client.call_error(SERVICE, PATH_PATH, harness.PROPERTIES_IFACE, "GetAll", "s", (PATH_IFACE,))
-    assert error is not None, "the object is gone"
 
     evaluated = path_lab.evaluations()
     lab.set_peer(UPLINK_PEER, False)

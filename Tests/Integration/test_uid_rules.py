@@ -28,6 +28,7 @@ from test_kernel_backend import (  # pylint: disable=unused-import  # fixtures a
 
 BIN = harness.daemon_binary().parent
 USER = "1000"
+PATH_IFACE = SERVICE + ".Path"
 OUTSIDE = "192.0.2.77"  # on kveth0's own network: the main table routes it, table 100 refuses it
 OUTSIDE_NAME = "outside.test"  # OUTSIDE, from namespace A's hosts file
 
@@ -125,6 +126,12 @@ def on_added(_c, _s, _p, _i, _m, params, *_):
     path, interfaces = params.unpack()
     added[path] = interfaces.get(SERVICE + ".Target", {})
 conn.signal_subscribe(SERVICE, "org.freedesktop.DBus.ObjectManager", "InterfacesAdded", None, None, 0, on_added)
+flags_told = {}
+def on_changed(_c, _s, path, _i, _m, params, *_):
+    interface, changed, _ = params.unpack()
+    if interface == SERVICE + ".Path" and "Flags" in changed:
+        flags_told.setdefault(path, []).append(changed["Flags"])
+conn.signal_subscribe(SERVICE, "org.freedesktop.DBus.Properties", "PropertiesChanged", None, None, 0, on_changed)
 def call(path, iface, method, sig, args):
     return conn.call_sync(SERVICE, path, iface, method, GLib.Variant(sig, args) if sig else None,
                           None, 0, 10000, None).unpack()
@@ -149,6 +156,9 @@ while True:
         answer = "pong"
     elif words[0] == "added":
         answer = added.get(words[1])
+    elif words[0] == "path":
+        answer = {"props": call(words[1], "org.freedesktop.DBus.Properties", "GetAll", "(s)",
+                               (SERVICE + ".Path",))[0], "flags": flags_told.get(words[1], [])}
     else:
         answer = {"props": call(words[1], "org.freedesktop.DBus.Properties", "GetAll", "(s)",
                                (SERVICE + ".Target",))[0], "signals": signals.get(words[1], [])}
@@ -356,6 +366,50 @@ def test_watched_internet_tells_the_holder_each_change_of_its_own_answer(online)
         assert told["signals"] == [[2, REACHABLE], [0, 0]], told
         root.barrier()
         assert root.status_changes(mark) == [], root.describe(mark)
+        root.close()
+    finally:
+        holder.stop()
+
+
+def test_the_path_object_is_each_holders_own(online):
+    """uid 1000 and root hold the path object (WatchPath) under a rule whose table refuses uid 1000's
+    packets: uid 1000 reads Flags 0, Reason "rejected", no usable link; root reads reachable. uid
+    1000's table gets a way out: uid 1000 is told (PropertiesChanged, Flags reachable), root hears
+    nothing; refused again: told again. Before, the path object was the system's: uid 1000 read
+    reachable while every packet of it was refused (the project's NWPathMonitor example said
+    "satisfied" through the service and "unsatisfied" in-process, as that uid)."""
+    lab = online.lab
+    holder = Holder(lab)
+    try:
+        uid_rule(lab)
+        online.sync()
+        path = holder.ask("watch WatchPath")
+        assert lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchPath")[0] == path
+        mine = holder.ask(f"path {path}")
+        assert (mine["props"]["Flags"], mine["props"]["Reason"]) == (0, "rejected"), mine
+        assert not any(link[4] for link in mine["props"]["Interfaces"]), mine
+        theirs = lab.client.get_all(SERVICE, path, PATH_IFACE)
+        assert theirs["Flags"] & REACHABLE and theirs["Reason"] == "", harness.fmt_props(theirs)
+        assert mine["props"]["NetworkIdentity"] == theirs["NetworkIdentity"], "the network is everybody's"
+        root = lab.recorder(path)
+        mark = root.mark()
+
+        lab.ip_a("route", "replace", "default", "via", GATEWAY_V4, "dev", UPLINK, "table", "100")
+        harness.wait_until(lambda: holder.ask(f"path {path}")["flags"], harness.CHANGE_TIMEOUT,
+                           "uid 1000 told its paths lead out", lambda: holder.ask(f"path {path}"))
+        told = holder.ask(f"path {path}")
+        assert [flags & REACHABLE for flags in told["flags"]] == [REACHABLE], told
+        assert told["props"]["Reason"] == "" and told["props"]["Interfaces"][0][4], told
+
+        lab.ip_a("route", "replace", "unreachable", "default", "table", "100")
+        harness.wait_until(lambda: len(holder.ask(f"path {path}")["flags"]) == 2, harness.CHANGE_TIMEOUT,
+                           "uid 1000 told its paths are refused again", lambda: holder.ask(f"path {path}"))
+        told = holder.ask(f"path {path}")
+        assert told["flags"][1] == 0 and told["props"]["Reason"] == "rejected", told
+        root.barrier()
+        changes = [e for e in root.since(mark) if e.member == "PropertiesChanged"]
+        assert changes == [], root.describe(mark)
+        assert lab.client.get_all(SERVICE, path, PATH_IFACE) == theirs, "root's paths never moved"
         root.close()
     finally:
         holder.stop()
