@@ -7,7 +7,7 @@ service used to take that for a caller that does not read: once the user had
 more than its share (1 MiB) unread, its calls waited for the receipt's 5 s
 timeout (a third round of 256 GetAll stalled 2.5-4.8 s; 8 x 1,024 WatchHost got
 NoReply). The bus vouches for such a caller (its queue for it is empty), so
-every call here is answered promptly and none fails. The lab is the
+every call here is answered within 100 ms and none fails. The lab is the
 hostile-tenant lab (tenants.py): kernel backend, the shipped policy on a
 system-policy bus, a DNS server that answers ``fast.test`` at once.
 """
