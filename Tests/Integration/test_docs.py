@@ -70,6 +70,14 @@ def test_readme_is_short_and_its_links_resolve():
                 assert anchor in _anchors(file.read_text()), f"{page.name}: link to {target}: no such heading"
 
 
+def test_docs_are_a_reference_not_a_log():
+    """docs/ says what is true now, and why, in at most 150 KB; the history of measurements and
+    of what changed is Benchmarks/HISTORY.md's."""
+    pages = {page.name: page.stat().st_size for page in sorted((REPO / "docs").glob("*.md"))}
+    assert sum(pages.values()) <= 150_000, f"docs/*.md is {sum(pages.values()):,} bytes: " + ", ".join(
+        f"{name} {size:,}" for name, size in sorted(pages.items(), key=lambda item: -item[1]))
+
+
 # A prose pointer names a document and a heading in it: a page, a comma and a quoted heading,
 # or several joined by "and". Comments split across lines are joined first.
 _POINTER = re.compile(r'(README(?:\.md)?|docs/[\w./-]+\.md)(?:\'s)?,?\s+((?:["“][^"”]+["”](?:,?\s+(?:and|or)\s+)?)+)')
