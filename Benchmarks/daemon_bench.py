@@ -15,6 +15,12 @@ Prints:
     first `network-changed` whose `available` matches the new state, and how
     many `network-changed` it emits per edge. All times are CLOCK_MONOTONIC,
     which every process on the machine shares.
+  * the up edge against the kernel: each edge's first default route
+    (RTM_NEWROUTE, read by `ip -ts monitor route` in NetworkManager's
+    namespace) → our StatusChanged(2, 2), and → GLib's first `available`
+    TRUE (negative: GLib said available before the kernel had a default
+    route, when a connect() still fails "Network is unreachable"); and in
+    how many edges GLib said unavailable again after it said available.
   * start-up: exec → bus name owned.
   * idle: context switches (voluntary + involuntary, all threads) over --idle
     seconds with nothing changing, and RSS, with the path object held
@@ -23,6 +29,7 @@ Prints:
 """
 
 import argparse
+import datetime
 import os
 import statistics
 import subprocess
@@ -47,6 +54,33 @@ print("ready", type(monitor).__name__, monitor.get_network_available(), flush=Tr
 monitor.connect("network-changed", lambda _m, available: print(time.monotonic(), available, flush=True))
 GLib.MainLoop().run()
 """
+
+
+class KernelRoutes:
+    """The default routes the kernel adds in NetworkManager's namespaces, as ``ip -ts monitor
+    route`` reads them (the kernel sends each event to every listener at once): events
+    ``(monotonic time, "kernel", True)``. ``ip`` stamps wall-clock time, turned into
+    CLOCK_MONOTONIC with one offset read at start."""
+
+    def __init__(self, lab, events):
+        self.offset = time.time() - time.monotonic()
+        self.process = subprocess.Popen(
+            [harness.need_tool("nsenter"), "-t", str(lab.anchor.pid), "-n", "--", harness.need_tool("ip"), "-ts",
+             "monitor", "route"], stdout=subprocess.PIPE, text=True)
+        threading.Thread(target=self._read, args=(events,), daemon=True).start()
+
+    def _read(self, events):
+        context = harness.main_context()
+        for line in self.process.stdout:
+            stamp, _, route = line.partition("]")
+            if stamp.startswith("[") and route.strip().startswith("default "):
+                wall = datetime.datetime.fromisoformat(stamp[1:]).timestamp()
+                events.append((wall - self.offset, "kernel", True))
+                context.wakeup()
+
+    def stop(self):
+        self.process.kill()
+        self.process.wait()
 
 
 class GioMonitor:
@@ -107,6 +141,10 @@ def main():
         harness.wait_until(lambda: any(k == "us" and v == (2, 2) for _, k, v in events), 15, "connected answer")
 
         gio = GioMonitor(lab, events)
+        kernel = KernelRoutes(lab, events)
+        # Per up edge: our answer and GLib's first available, from the kernel's first default route;
+        # and whether GLib said unavailable again after available (before the next down edge).
+        after_route, gio_after_route, gio_back_down = [], [], 0
 
         down, up, per_flap = [], [], []
         gio_down, gio_up, gio_per_flap = [], [], []
@@ -130,7 +168,17 @@ def main():
                 time.sleep(1.0)
                 per_flap.append(sum(1 for _, k, _ in events[start:] if k == "us"))
                 gio_per_flap.append(sum(1 for _, k, _ in events[start:] if k == "gio"))
+                if carrier:
+                    edge = sorted(events[start:], key=lambda e: e[0])
+                    route = next((t for t, k, _ in edge if k == "kernel"), None)
+                    if route is not None:
+                        after_route.append((us_t - route) * 1000)
+                        gio_after_route.append((gio_t - route) * 1000)
+                    told = [v for _, k, v in edge if k == "gio"]
+                    if True in told and False in told[told.index(True):]:
+                        gio_back_down += 1
         gio.stop()
+        kernel.stop()
 
         pid = daemon.pid
         # nsenter execs the daemon, so the PID is the daemon's.
@@ -158,6 +206,14 @@ def main():
                   f"(ours minus GLib's at p99: {pct(ours, 99) - pct(values, 99):+.2f} ms)")
         print(f"  network-changed per edge: min {min(gio_per_flap)}, max {max(gio_per_flap)}, "
               f"mean {statistics.mean(gio_per_flap):.2f}")
+        print(f"up edge from the kernel's first default route (RTM_NEWROUTE; {len(after_route)} of "
+              f"{options.flaps} edges seen; negative: before the kernel had a default route)")
+        if after_route:
+            for name, values in (("ours", after_route), ("GLib", gio_after_route)):
+                print(f"  {name}: p50 {statistics.median(values):8.2f} ms   p99 {pct(values, 99):8.2f} ms   "
+                      f"min {min(values):8.2f}   max {max(values):8.2f}   "
+                      f"before the route in {sum(1 for v in values if v < 0)} edges")
+        print(f"  GLib said unavailable again after available in {gio_back_down} of {options.flaps} up edges")
         print(f"start-up, exec → name owned: {startup_ms:.1f} ms")
         print(f"idle over {options.idle:.0f} s: {after - before} context switches (all threads); "
               f"RSS {rss_kb(pid) / 1024:.1f} MiB with the path object held "

@@ -100,6 +100,15 @@ def main():
         row(f"P1 NM StateChanged → notification, {edge} edge (p50 / p99)", "p99 ≤ 5 ms and below GLib's",
             f"us {ours50:+.1f} / {ours:+.1f} ms; GNetworkMonitor {glib50:+.1f} / {glib:+.1f} ms",
             ours is not None and glib is not None and ours <= 5 and ours < glib)
+    routed = re.search(r"^\s+ours: p50\s+(-?[\d.]+) ms\s+p99\s+(-?[\d.]+) ms", p1, re.M)
+    glib_routed = re.search(r"^\s+GLib: p50\s+(-?[\d.]+) ms.*?before the route in (\d+) edges", p1, re.M)
+    back_down = re.search(r"GLib said unavailable again after available in (\d+) of (\d+)", p1)
+    row("P1 up edge from the kernel's default route (RTM_NEWROUTE) → notification, p50 / p99",
+        "p99 ≤ 5 ms, never before the route",
+        (f"us {float(routed[1]):+.2f} / {float(routed[2]):+.2f} ms; GNetworkMonitor p50 {float(glib_routed[1]):+.2f} ms, "
+         f"before the kernel had a route in {glib_routed[2]} edges, unavailable again after available in "
+         f"{back_down[1]} of {back_down[2]}") if routed and glib_routed and back_down else "?",
+        routed is not None and float(routed[2]) <= 5)
     ours_n = re.search(r"StatusChanged per edge: min (\d+), max (\d+), mean ([\d.]+)", p1)
     glib_n = re.search(r"network-changed per edge: min (\d+), max (\d+), mean ([\d.]+)", p1)
     row("P1 notifications per edge (min–max, mean)", "one per real change",
