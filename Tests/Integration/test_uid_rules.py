@@ -333,6 +333,19 @@ def test_watched_pair_each_holder_its_own_answer(online):
         holder.stop()
 
 
+def held_under_the_rule(online, holder, method, *args, ask="get"):
+    """Under the uid rule, uid 1000 and root hold the same object (``Manager.method(*args)``);
+    uid 1000's own answer (``holder``'s ``ask`` command) is refused. Its path and that answer."""
+    lab = online.lab
+    uid_rule(lab)
+    online.sync()
+    path = holder.ask(" ".join(["watch", method, *args]))
+    assert lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, method, "s" * len(args), tuple(args))[0] == path
+    mine = holder.ask(f"{ask} {path}")
+    assert (mine["props"]["Flags"], mine["props"]["Reason"]) == (0, "rejected"), mine
+    return path, mine
+
+
 def test_watched_internet_tells_the_holder_each_change_of_its_own_answer(online):
     """uid 1000 holds the internet (``0.0.0.0``, Apple's internet target) under a rule whose table
     refuses its packets, root holds it too: uid 1000 reads not reachable. Its table gets a way out
@@ -342,12 +355,7 @@ def test_watched_internet_tells_the_holder_each_change_of_its_own_answer(online)
     lab = online.lab
     holder = Holder(lab)
     try:
-        uid_rule(lab)
-        online.sync()
-        path = holder.ask("watch WatchAddress 0.0.0.0")
-        assert lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchAddress", "s", ("0.0.0.0",))[0] == path
-        mine = holder.ask(f"get {path}")
-        assert (mine["props"]["Flags"], mine["props"]["Reason"]) == (0, "rejected"), mine
+        path, mine = held_under_the_rule(online, holder, "WatchAddress", "0.0.0.0")
         root = lab.recorder(path)
         mark = root.mark()
 
@@ -381,12 +389,7 @@ def test_the_path_object_is_each_holders_own(online):
     lab = online.lab
     holder = Holder(lab)
     try:
-        uid_rule(lab)
-        online.sync()
-        path = holder.ask("watch WatchPath")
-        assert lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchPath")[0] == path
-        mine = holder.ask(f"path {path}")
-        assert (mine["props"]["Flags"], mine["props"]["Reason"]) == (0, "rejected"), mine
+        path, mine = held_under_the_rule(online, holder, "WatchPath", ask="path")
         assert not any(link[4] for link in mine["props"]["Interfaces"]), mine
         theirs = lab.client.get_all(SERVICE, path, PATH_IFACE)
         assert theirs["Flags"] & REACHABLE and theirs["Reason"] == "", harness.fmt_props(theirs)
