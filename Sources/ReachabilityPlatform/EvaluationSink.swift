@@ -17,7 +17,9 @@ public protocol EvaluationSink: AnyObject {
     func factsReloaded(_ facts: NetworkFacts)
     /// Every target was evaluated after a change.
     func evaluationFinished()
-    /// The per-interface paths changed (they are evaluated only while wanted).
+    /// The per-interface paths changed (they are evaluated only while wanted); while uid rules
+    /// are in force, also after an evaluation that left them as they were, since a holder's
+    /// own paths (`TargetEvaluator.pathState(uid:)`) may have changed meanwhile.
     func pathChanged(_ state: PathState)
     /// The users whose callers hold `target` (each gets its own answer when the uid
     /// rules route it otherwise: `WatchedTarget.views`).

@@ -258,11 +258,14 @@ extension Daemon: EvaluationEvents {
     }
 
     public func pathChanged(_ state: PathState) {
-        if state.summary != (paths.object?.state ?? .none).summary {
+        let old = paths.object?.state ?? .none
+        if state.summary != old.summary {
             logger.notice("path: \(state.summary)",
                           metadata: .event(.pathChanged, ["reason": "\(state.reason?.rawValue ?? "")"]))
         }
         paths.object?.update(state)
-        metrics.pathChanged(state)
+        // Told after every evaluation under uid rules (the holders' own paths): the metrics, and
+        // their followers' Changed, only when the paths themselves changed.
+        if state != old { metrics.pathChanged(state) }
     }
 }
