@@ -146,6 +146,11 @@ public struct HolderRegistry<Key: Hashable & Sendable>: Sendable {
         holdersByKey[key]?.list ?? []
     }
 
+    /// The clients holding `key`, grouped by their user (what each listener's own view needs).
+    public func holdersByUser(of key: Key) -> [UserID: [String]] {
+        Dictionary(grouping: holderList(of: key), by: { user(of: $0) ?? 0 })
+    }
+
     /// Whether `client` holds `key`.
     public func isHolder(_ client: String, of key: Key) -> Bool {
         holdersByKey[key]?.contains(client) ?? false

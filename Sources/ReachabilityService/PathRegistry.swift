@@ -66,9 +66,7 @@ final class PathRegistry {
     }
 
     /// The holders, each with its user.
-    fileprivate var holdersByUser: [UserID: [String]] {
-        Dictionary(grouping: holders.holderList(of: Names.pathPath), by: { holders.user(of: $0) ?? 0 })
-    }
+    fileprivate var holdersByUser: [UserID: [String]] { holders.holdersByUser(of: Names.pathPath) }
 
     fileprivate var holderList: [String] { holders.holderList(of: Names.pathPath) }
 

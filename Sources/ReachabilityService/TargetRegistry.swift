@@ -195,9 +195,7 @@ final class TargetRegistry {
     fileprivate func isHolder(_ client: String, of key: TargetKey) -> Bool { holders.isHolder(client, of: key) }
 
     /// The users holding `key`, each with its clients.
-    func holdersByUser(of key: TargetKey) -> [UserID: [String]] {
-        Dictionary(grouping: holders.holderList(of: key), by: { holders.user(of: $0) ?? 0 })
-    }
+    func holdersByUser(of key: TargetKey) -> [UserID: [String]] { holders.holdersByUser(of: key) }
 
     private func remove(_ key: TargetKey, announcingTo listeners: [String]) {
         guard let object = objects.removeValue(forKey: key) else { return }

@@ -113,6 +113,18 @@ struct HoldersTests {
         #expect(registry.globalLimit == 16384)
     }
 
+    @Test("a key's holders, grouped by their user")
+    func holdersByUser() throws {
+        var registry = HolderRegistry<String>()
+        _ = try registry.hold("a", client: ":1.1", user: 7)
+        _ = try registry.hold("a", client: ":1.2", user: 7)
+        _ = try registry.hold("a", client: ":1.3", user: 8)
+        _ = try registry.hold("b", client: ":1.4", user: 9)
+        let grouped = registry.holdersByUser(of: "a").mapValues { Set($0) }
+        #expect(grouped == [7: [":1.1", ":1.2"], 8: [":1.3"]])
+        #expect(registry.holdersByUser(of: "none").isEmpty)
+    }
+
     @Test("releaseAll returns exactly the targets that lost their last holder")
     func releaseAll() throws {
         var registry = HolderRegistry<String>()
