@@ -265,6 +265,20 @@ def pump(context=None) -> None:
         context.iteration(False)
 
 
+@contextlib.contextmanager
+def metrics_changes(client: "BusClient"):
+    """``client`` follows the service's metrics (``Metrics.Follow``) within the block: a list
+    that grows by one with each ``Metrics.Changed`` it receives (dispatched by ``pump``)."""
+    changes: list = []
+    subscription = client.conn.signal_subscribe(SERVICE, SERVICE + ".Metrics", "Changed", ROOT_PATH, None, 0,
+                                                lambda *_: changes.append(1))
+    try:
+        client.call(SERVICE, ROOT_PATH, SERVICE + ".Metrics", "Follow")
+        yield changes
+    finally:
+        client.conn.signal_unsubscribe(subscription)
+
+
 def thread_wakeups(pid: int) -> dict:
     """``{thread id: voluntary plus involuntary context switches}`` of a process now."""
     switches = {}

@@ -113,13 +113,9 @@ def test_textfile_is_rewritten_on_change_only(plain_lab, daemon, tmp_path):
         # whose network may move meanwhile (a dead gateway's neighbour entry failing is a change of
         # the internet's answer): a window counts when the service announced no change in it
         # (Metrics.Changed, the signal reachctl follows), and one comes within the bound.
-        changes = []
         context = harness.main_context()
-        subscription = plain_lab.client.conn.signal_subscribe(
-            SERVICE, SERVICE + ".Metrics", "Changed", ROOT_PATH, None, 0, lambda *_: changes.append(1))
-        plain_lab.client.call(SERVICE, ROOT_PATH, SERVICE + ".Metrics", "Follow")
         deadline = time.monotonic() + harness.CHANGE_TIMEOUT * 3
-        try:
+        with harness.metrics_changes(plain_lab.client) as changes:
             while True:
                 harness.pump(context)
                 first, told = os.stat(path).st_ino, len(changes)
@@ -131,8 +127,6 @@ def test_textfile_is_rewritten_on_change_only(plain_lab, daemon, tmp_path):
                 if len(changes) == told:
                     break
                 assert time.monotonic() < deadline, "the service announced changes all along: no quiet window"
-        finally:
-            plain_lab.client.conn.signal_unsubscribe(subscription)
         assert after == first, "rewritten while nothing changed"
         assert woken == {}, f"reachctl woke while nothing changed (thread: wake-ups): {woken}"
         plain_lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchAddress", "s", ("127.0.0.1",))

@@ -428,14 +428,9 @@ def test_an_evaluation_that_moves_no_path_changes_no_metrics(online):
     online.sync()
     lab.client.call(SERVICE, ROOT_PATH, MANAGER_IFACE, "WatchPath")
     online.sync()
-    changes = []
-    context = harness.main_context()
-    subscription = lab.client.conn.signal_subscribe(
-        SERVICE, SERVICE + ".Metrics", "Changed", ROOT_PATH, None, 0, lambda *_: changes.append(1))
-    try:
-        lab.client.call(SERVICE, ROOT_PATH, SERVICE + ".Metrics", "Follow")
+    with harness.metrics_changes(lab.client) as changes:
         online.sync()
-        harness.pump(context)
+        harness.pump()
         changes.clear()
         # A route no path uses: the kernel's event makes an evaluation, which moves nothing.
         lab.ip_a("route", "add", "198.51.100.0/24", "via", GATEWAY_V4, "dev", UPLINK)
@@ -444,6 +439,4 @@ def test_an_evaluation_that_moves_no_path_changes_no_metrics(online):
         # what it would send is given a second (nothing else could announce an absence).
         with pytest.raises(harness.WaitTimeout):
             harness.wait_until(lambda: changes, 1.0, "no Metrics.Changed")
-        assert changes == [], f"{len(changes)} Metrics.Changed for Refreshes that moved nothing"
-    finally:
-        lab.client.conn.signal_unsubscribe(subscription)
+        assert changes == [], f"{len(changes)} Metrics.Changed for a route event that moved no path"
