@@ -290,11 +290,29 @@ def thread_wakeups(pid: int) -> dict:
     return switches
 
 
+def threads_asleep(pid: int, within: float = 1.0) -> bool:
+    """Wait (at most ``within`` s) until every thread of ``pid`` is asleep. A thread's switches
+    are counted when it goes to sleep: one still running the last of its work (the line it has
+    just printed) would be counted once more as it reaches its poll, a wake-up that is not one.
+    False if some thread was still running at the end (a busy thread: its count will show it)."""
+    deadline = time.monotonic() + within
+    while True:
+        states = []
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError, IndexError):
+                # The state follows the command name, which may itself hold spaces and ')'.
+                states.append((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
+        if all(state in "SDITt" for state in states) or time.monotonic() >= deadline:
+            return all(state in "SDITt" for state in states)
+        time.sleep(0.002)
+
+
 def idle_wakeups(pid: int, seconds: float) -> dict:
     """``{thread id: wake-ups}`` over ``seconds`` of a process left alone, for the threads alive
     the whole time and woken at least once (a thread that ends meanwhile, such as a thread pool's
-    idle worker timing out, is not counted: it does not come back). Observing idleness takes
-    the time it observes."""
+    idle worker timing out, is not counted: it does not come back). The window opens once every
+    thread is asleep (see threads_asleep). Observing idleness takes the time it observes."""
+    threads_asleep(pid)
     before = thread_wakeups(pid)
     time.sleep(seconds)
     after = thread_wakeups(pid)
