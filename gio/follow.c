@@ -1,6 +1,7 @@
-/* Following the daemon: its root object's properties read (GetAll) and
- * followed (PropertiesChanged from the name's current owner only,
- * NameOwnerChanged for a new owner, read again); GLib's next monitor
+/* Following the daemon: the internet target held (WatchAddress, again for
+ * each new owner), its properties read (GetAll) and followed
+ * (PropertiesChanged from the name's current owner only, NameOwnerChanged
+ * for a new owner, held and read again); GLib's next monitor
  * followed beside it and handed the answer while the service cannot be
  * had (hand_over, take_over); and both translated into GLib's three
  * values (reach_publish). monitor.c's top comment says when each answers
@@ -151,12 +152,64 @@ take_over (ReachabilitydNetworkMonitor *self, GVariant *properties)
   reach_publish (self, FALSE);
 }
 
-/* --- reading the root object ------------------------------------------------- */
+/* --- holding and reading the internet target -------------------------------- */
+
+/* Holding the internet target: the object whose answer is this program's
+ * user's own (a held target's signals go to its holders, each in its own
+ * user's view). Holding twice is holding once. */
+GDBusMessage *
+reach_hold_message (void)
+{
+  GDBusMessage *message = g_dbus_message_new_method_call (REACH_SERVICE, REACH_ROOT_PATH, REACH_MANAGER_IFACE,
+                                                          "WatchAddress");
+  g_dbus_message_set_body (message, g_variant_new ("(s)", REACH_INTERNET_ADDRESS));
+  return message;
+}
+
+/* TRUE when the reply holds REACH_INTERNET_PATH for us (its sender in *sender). */
+gboolean
+reach_hold_result (GDBusMessage *reply, const gchar **sender, GError **error)
+{
+  GVariant *body;
+  const gchar *path = NULL;
+
+  if (reply == NULL || g_dbus_message_to_gerror (reply, error))
+    return FALSE;
+  body = g_dbus_message_get_body (reply);
+  if (body != NULL && g_variant_is_of_type (body, G_VARIANT_TYPE ("(o)")))
+    g_variant_get (body, "(&o)", &path);
+  if (g_strcmp0 (path, REACH_INTERNET_PATH) != 0)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "%s answered WatchAddress %s with %s, not %s",
+                   REACH_SERVICE, REACH_INTERNET_ADDRESS, path != NULL ? path : body != NULL ? g_variant_get_type_string (body) : "nothing",
+                   REACH_INTERNET_PATH);
+      return FALSE;
+    }
+  *sender = g_dbus_message_get_sender (reply);
+  return TRUE;
+}
+
+/* Lets the internet target go (the monitor is going away, or init found
+ * the service is another namespace's); no answer is waited for. */
+void
+reach_release (ReachabilitydNetworkMonitor *self)
+{
+  GDBusMessage *message;
+
+  if (!self->held || self->owner == NULL)
+    return;
+  message = g_dbus_message_new_method_call (self->owner, REACH_ROOT_PATH, REACH_MANAGER_IFACE, "Release");
+  g_dbus_message_set_body (message, g_variant_new ("(o)", REACH_INTERNET_PATH));
+  g_dbus_message_set_flags (message, G_DBUS_MESSAGE_FLAGS_NO_REPLY_EXPECTED | G_DBUS_MESSAGE_FLAGS_NO_AUTO_START);
+  g_dbus_connection_send_message (self->bus, message, G_DBUS_SEND_MESSAGE_FLAGS_NONE, NULL, NULL);
+  g_object_unref (message);
+  self->held = FALSE;
+}
 
 GDBusMessage *
 reach_get_all_message (void)
 {
-  GDBusMessage *message = g_dbus_message_new_method_call (REACH_SERVICE, REACH_ROOT_PATH,
+  GDBusMessage *message = g_dbus_message_new_method_call (REACH_SERVICE, REACH_INTERNET_PATH,
                                                           "org.freedesktop.DBus.Properties", "GetAll");
   g_dbus_message_set_body (message, g_variant_new ("(s)", REACH_TARGET_IFACE));
   return message;
@@ -228,6 +281,7 @@ read_done (GObject *source, GAsyncResult *result, gpointer user_data)
       /* Gone, or an error instead of its answer: the next owner, its next
        * signal or GLib's next change reads again. */
       gchar *why = g_strdup_printf ("reading %s failed: %s", REACH_SERVICE, error != NULL ? error->message : "?");
+      self->held = FALSE;  /* the next read holds again, in case the hold is what went */
       hand_over (self, why);
       g_free (why);
       g_clear_error (&error);
@@ -250,22 +304,67 @@ read_overdue (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
-/* Reads every property (no activation: the owner is there); past
- * REACH_CALL_TIMEOUT_MS without an answer the service counts as hung. The
- * bound is the module's own timer rather than the call's, so that the
- * call stays in flight and its late answer hands the service back; handed
- * over already, a read has no bound (there is nothing more to hand over),
- * so a hung service costs no timer. */
+/* Sends message (no activation: the owner is there) with the read's cancellable. */
+static void
+send_in_read (ReachabilitydNetworkMonitor *self, GDBusMessage *message, GAsyncReadyCallback done)
+{
+  g_dbus_message_set_flags (message, G_DBUS_MESSAGE_FLAGS_NO_AUTO_START);
+  g_dbus_connection_send_message_with_reply (self->bus, message, G_DBUS_SEND_MESSAGE_FLAGS_NONE, G_MAXINT, NULL,
+                                             self->reading, done, self);
+  g_object_unref (message);
+}
+
+static void
+hold_done (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+  GError *error = NULL;
+  GDBusMessage *reply = g_dbus_connection_send_message_with_reply_finish (G_DBUS_CONNECTION (source), result,
+                                                                          &error);
+  ReachabilitydNetworkMonitor *self;
+  const gchar *sender = NULL;
+
+  if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+    {
+      g_error_free (error);
+      g_clear_object (&reply);
+      return;
+    }
+  self = REACHABILITYD_NETWORK_MONITOR (user_data);
+  if (!reach_hold_result (reply, &sender, error == NULL ? &error : NULL) || g_strcmp0 (sender, self->owner) != 0)
+    {
+      /* Refused (the user's targets are all taken), or another owner's
+       * answer: GLib's next monitor answers until the next owner or change. */
+      gchar *why = g_strdup_printf ("holding %s's internet target failed: %s", REACH_SERVICE,
+                                    error != NULL ? error->message : "another owner answered");
+      g_clear_object (&self->reading);
+      clear_bound (self);
+      hand_over (self, why);
+      g_free (why);
+    }
+  else
+    {
+      self->held = TRUE;
+      send_in_read (self, reach_get_all_message (), read_done);
+    }
+  g_clear_error (&error);
+  g_clear_object (&reply);
+}
+
+/* Reads every property of the internet target, holding it first when this
+ * owner does not hold it for us yet (a new owner, or a read that failed);
+ * past REACH_CALL_TIMEOUT_MS without the answer the service counts as
+ * hung. The bound is the module's own timer rather than the calls', so
+ * that they stay in flight and the late answer hands the service back;
+ * handed over already, a read has no bound (there is nothing more to hand
+ * over), so a hung service costs no timer. */
 static void
 start_read (ReachabilitydNetworkMonitor *self)
 {
-  GDBusMessage *message = reach_get_all_message ();
-
   self->reading = g_cancellable_new ();
-  g_dbus_message_set_flags (message, G_DBUS_MESSAGE_FLAGS_NO_AUTO_START);
-  g_dbus_connection_send_message_with_reply (self->bus, message, G_DBUS_SEND_MESSAGE_FLAGS_NONE, G_MAXINT, NULL,
-                                             self->reading, read_done, self);
-  g_object_unref (message);
+  if (self->held)
+    send_in_read (self, reach_get_all_message (), read_done);
+  else
+    send_in_read (self, reach_hold_message (), hold_done);
   if (g_atomic_int_get (&self->handed_over))
     return;
   self->read_bound = g_timeout_source_new (REACH_CALL_TIMEOUT_MS);
@@ -305,6 +404,7 @@ reach_on_owner_changed (GDBusConnection *bus, const gchar *sender, const gchar *
   if (strcmp (name, REACH_SERVICE) != 0 || g_strcmp0 (new_owner[0] ? new_owner : NULL, self->owner) == 0)
     return;  /* not ours, or the owner the first read already came from */
   reach_set_owner (self, new_owner);
+  self->held = FALSE;  /* a new owner (or none) holds nothing for us */
   if (self->owner != NULL)
     read_again (self);
   else

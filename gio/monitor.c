@@ -1,9 +1,10 @@
 /* reachabilityd's GNetworkMonitor (the "gio-network-monitor" extension point).
  *
  * Start (GInitable): the service must be on the system bus or activatable
- * (GetNameOwner, then ListActivatableNames), and answer one GetAll of the
- * root object's Target interface (which starts it when it is only
- * activatable), all within REACH_INIT_TIMEOUT_MS; otherwise init fails and
+ * (GetNameOwner, then ListActivatableNames), let the module hold the
+ * internet target (WatchAddress 0.0.0.0, which starts it when it is only
+ * activatable) and answer one GetAll of that object's Target interface,
+ * all within REACH_INIT_TIMEOUT_MS; otherwise init fails and
  * GLib takes its next monitor (NetworkManager's, then its own). Once the
  * service has answered, the module makes that next monitor itself
  * (reach_next_monitor: the extension point's monitors below our priority,
@@ -13,10 +14,15 @@
  * another network: init fails there too (same_network_namespace), and GLib's
  * next monitor answers for the program's own namespace.
  *
- * Then it follows the root object's PropertiesChanged, accepted only from
- * the name's current owner (tracked with NameOwnerChanged), and reads the
- * properties again whenever a new owner appears (a restarted or upgraded
- * daemon). Nobody keeps the service's last word: while it cannot be had
+ * The held target, not the root object, because its answer is the
+ * program's user's own: where the routing policy's uid rules route that
+ * user otherwise than the service, the root object (the service's own
+ * answer) would say online while every packet of the program is refused.
+ *
+ * Then it follows the held target's PropertiesChanged, accepted only from
+ * the name's current owner (tracked with NameOwnerChanged), and holds it
+ * and reads the properties again whenever a new owner appears (a restarted
+ * or upgraded daemon). Nobody keeps the service's last word: while it cannot be had
  * the module hands over, and GLib's next monitor's answer is published
  * instead (its three values mirrored, told only when what the program sees
  * changes), and can_reach asks that monitor. It cannot be had when the name
@@ -180,6 +186,24 @@ same_network_namespace (GDBusConnection *bus, const gchar *owner, gint64 deadlin
   return FALSE;
 }
 
+/* The held target's properties, read from the owner within the deadline. */
+static GVariant *
+read_sync (ReachabilitydNetworkMonitor *self, gint64 deadline, GCancellable *cancellable, GError **error)
+{
+  GDBusMessage *message = reach_get_all_message (), *reply;
+  const gchar *sender = NULL;
+  GVariant *properties;
+
+  g_dbus_message_set_destination (message, self->owner);
+  g_dbus_message_set_flags (message, G_DBUS_MESSAGE_FLAGS_NO_AUTO_START);
+  reply = g_dbus_connection_send_message_with_reply_sync (self->bus, message, G_DBUS_SEND_MESSAGE_FLAGS_NONE,
+                                                          remaining_ms (deadline), NULL, cancellable, error);
+  g_object_unref (message);
+  properties = reach_get_all_result (reply, &sender, error);
+  g_clear_object (&reply);
+  return properties;
+}
+
 static void
 unsubscribe (ReachabilitydNetworkMonitor *self)
 {
@@ -247,28 +271,33 @@ reach_initable_init (GInitable *initable, GCancellable *cancellable, GError **er
       self->bus, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged", "/org/freedesktop/DBus",
       REACH_SERVICE, G_DBUS_SIGNAL_FLAGS_NONE, reach_on_owner_changed, self, NULL);
   self->properties_subscription = g_dbus_connection_signal_subscribe (
-      self->bus, REACH_SERVICE, "org.freedesktop.DBus.Properties", "PropertiesChanged", REACH_ROOT_PATH,
+      self->bus, REACH_SERVICE, "org.freedesktop.DBus.Properties", "PropertiesChanged", REACH_INTERNET_PATH,
       REACH_TARGET_IFACE, G_DBUS_SIGNAL_FLAGS_NONE, reach_on_properties_changed, self, NULL);
 
-  /* This call starts the service if it is only activatable; its reply's
-   * sender is the owner whose signals count from now on. */
-  message = reach_get_all_message ();
+  /* Holding the internet target starts the service if it is only
+   * activatable; the reply's sender is the owner whose signals count from
+   * now on. A daemon of another namespace is let go at once. */
+  message = reach_hold_message ();
   reply = g_dbus_connection_send_message_with_reply_sync (self->bus, message, G_DBUS_SEND_MESSAGE_FLAGS_NONE,
                                                           remaining_ms (deadline), NULL, cancellable, error);
   g_object_unref (message);
-  properties = reach_get_all_result (reply, &sender, error);
-  if (properties == NULL || !same_network_namespace (self->bus, sender, deadline, cancellable, error))
+  if (reach_hold_result (reply, &sender, error))
     {
-      g_clear_pointer (&properties, g_variant_unref);
-      g_clear_object (&reply);
+      reach_set_owner (self, sender);
+      self->held = TRUE;
+      if (same_network_namespace (self->bus, self->owner, deadline, cancellable, error))
+        properties = read_sync (self, deadline, cancellable, error);
+    }
+  g_clear_object (&reply);
+  if (properties == NULL)
+    {
+      reach_release (self);
       unsubscribe (self);
       return FALSE;
     }
-  reach_set_owner (self, sender);
   reach_take_properties (self, properties);
   reach_publish (self, TRUE);
   g_variant_unref (properties);
-  g_object_unref (reply);
 
   /* Made now, so that its signals exist from the start: it is the answer
    * while the service is away, and its changes are when a hang shows. */
@@ -316,7 +345,10 @@ reach_dispose (GObject *object)
 
   reach_unfollow (self);
   if (self->bus != NULL)
-    unsubscribe (self);
+    {
+      reach_release (self);
+      unsubscribe (self);
+    }
   g_clear_object (&self->bus);
   G_OBJECT_CLASS (reachabilityd_network_monitor_parent_class)->dispose (object);
 }

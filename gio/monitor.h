@@ -5,9 +5,12 @@
  * translation) and can-reach.c (g_network_monitor_can_reach through
  * Manager.Query).
  *
- * The module decides nothing: every answer is the daemon's, read from its
- * root object (the internet target) and translated into GLib's terms, or,
- * while the service cannot be had, GLib's next monitor's. */
+ * The module decides nothing: every answer is the daemon's, read from the
+ * internet target the module holds (Apple's zero address, 0.0.0.0, whose
+ * answer is each holder's own: the program's user's, where the routing
+ * policy's uid rules route it otherwise than the service) and translated
+ * into GLib's terms, or, while the service cannot be had, GLib's next
+ * monitor's. */
 #ifndef REACHABILITYD_GIO_MONITOR_H
 #define REACHABILITYD_GIO_MONITOR_H
 
@@ -20,6 +23,11 @@
 #define REACH_ROOT_PATH "/io/github/reachabilityd/Reachability1"
 #define REACH_TARGET_IFACE REACH_SERVICE ".Target"
 #define REACH_MANAGER_IFACE REACH_SERVICE ".Manager"
+/* The internet as Apple names it, held with Manager.WatchAddress; the
+ * service's answer is its object, at the path sd_bus_path_encode makes of
+ * it (docs/dbus-api.md), which the module checks the reply against. */
+#define REACH_INTERNET_ADDRESS "0.0.0.0"
+#define REACH_INTERNET_PATH REACH_ROOT_PATH "/address/_30_2e0_2e0_2e0"
 
 /* The name GIO_USE_NETWORK_MONITOR selects, and the priority: above
  * NetworkManager's backend (30), below the portal's (40, sandboxed
@@ -57,7 +65,8 @@ struct _ReachabilitydNetworkMonitor
   gchar *owner;                /* the service's unique name now; NULL while it is away */
   guint owner_subscription;
   guint properties_subscription;
-  GCancellable *reading;       /* the GetAll in flight, if any */
+  gboolean held;               /* the owner answered our WatchAddress: the internet target is ours to read */
+  GCancellable *reading;       /* the WatchAddress or GetAll in flight, if any */
   GSource *read_bound;         /* its REACH_CALL_TIMEOUT_MS, until they pass or it is answered */
 
   /* GLib's next monitor (made at start, kept) and whether its answer is the
@@ -68,7 +77,7 @@ struct _ReachabilitydNetworkMonitor
   gint handed_over;
   GSource *fallback_turn;      /* one idle turn after the fallback's signals */
 
-  /* The daemon's words (root object, Target interface). */
+  /* The daemon's words (the held internet target, Target interface). */
   gint32 status;               /* -1 while unknown */
   guint32 flags;
   gboolean metered;
@@ -99,6 +108,9 @@ void reach_take_properties (ReachabilitydNetworkMonitor *self, GVariant *propert
 void reach_set_owner (ReachabilitydNetworkMonitor *self, const gchar *owner);
 GDBusMessage *reach_get_all_message (void);
 GVariant *reach_get_all_result (GDBusMessage *reply, const gchar **sender, GError **error);
+GDBusMessage *reach_hold_message (void);
+gboolean reach_hold_result (GDBusMessage *reply, const gchar **sender, GError **error);
+void reach_release (ReachabilitydNetworkMonitor *self);
 void reach_on_owner_changed (GDBusConnection *bus, const gchar *sender, const gchar *path, const gchar *interface,
                              const gchar *member, GVariant *parameters, gpointer user_data);
 void reach_on_properties_changed (GDBusConnection *bus, const gchar *sender, const gchar *path,

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -64,6 +65,7 @@ from gi.repository import Gio
 import conftest
 import harness
 import test_kernel_backend as kernel
+import test_uid_rules as uid_rules
 from conftest import need
 
 GIO_DIR = harness.REPO / "gio"
@@ -612,6 +614,50 @@ def test_follows_networkmanager_carrier_flaps(nm_lab, gio_build, programs):
 
 
 # --- no service: GLib's own monitor -------------------------------------------------------
+
+
+def readable_build(build: Path) -> Path:
+    """The AddressSanitizer program and module copied where another user can run them (pytest's
+    directories are root's own)."""
+    copy = harness.short_tmpdir("reach-gio-")
+    (copy / "asan").mkdir(mode=0o755)
+    for name in ("monitor-test", "libgioreachabilityd.so"):
+        shutil.copy2(build / "asan" / name, copy / "asan" / name)
+    return copy
+
+
+def test_a_program_whose_uid_the_rules_route_otherwise_hears_its_own_internet(kernel_daemon, gio_build, programs):
+    """A program run as uid 1000, whose routing policy rule (``uidrange``) leads to a table that
+    refuses its packets while the service's own internet is reachable: the module says no network
+    (LOCAL), as every connect of that program fails; root's program beside it says FULL. The uid's
+    table gets a way out: the program is told (network-changed, FULL), root's hears nothing; refused
+    again: told again. Before, the module read the root object, the service's own answer: the
+    program said FULL throughout."""
+    lab = kernel_daemon
+    uid_rules.uid_rule(lab)
+    build = readable_build(gio_build)
+    try:
+        as_user = [harness.need_tool("setpriv"), "--reuid", uid_rules.USER, "--regid", uid_rules.USER,
+                   "--clear-groups"]
+        theirs = start(programs, build, lab, inside=daemon_side(lab) + as_user)
+        ours = start(programs, gio_build, lab)
+        assert theirs.ready() == [OURS, "0", "0", str(LOCAL)], theirs.describe()
+        assert ours.ready() == [OURS, "1", "0", str(FULL)], ours.describe()
+        mark, ours_mark = theirs.mark(), ours.mark()
+
+        lab.ip_a("route", "replace", "default", "via", kernel.GATEWAY_V4, "dev", kernel.UPLINK, "table", "100")
+        theirs.wait(is_state((1, 0, FULL)), "uid 1000 told its internet is back", mark)
+        lab.ip_a("route", "replace", "unreachable", "default", "table", "100")
+        theirs.wait(is_state((0, 0, LOCAL)), "uid 1000 told its internet is refused again", mark)
+        assert theirs.changes(mark) == [(1, 0, FULL), (0, 0, LOCAL)], theirs.describe()
+        # A question answered by the daemon after both changes: anything it sent root's program
+        # before is read by then.
+        assert ours.ask(ROUTED) == "ok", ours.describe()
+        assert ours.changes(ours_mark) == [], "root's internet never moved\n" + ours.describe()
+        theirs.close()
+        ours.close()
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
 
 
 def assert_glib_monitor(program: Program) -> float:
