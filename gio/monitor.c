@@ -1,10 +1,11 @@
 /* reachabilityd's GNetworkMonitor (the "gio-network-monitor" extension point).
  *
  * Start (GInitable): the service must be on the system bus or activatable
- * (GetNameOwner, then ListActivatableNames), let the module hold the
- * internet target (WatchAddress 0.0.0.0, which starts it when it is only
- * activatable) and answer one GetAll of that object's Target interface,
- * all within REACH_INIT_TIMEOUT_MS; otherwise init fails and
+ * (GetNameOwner, then ListActivatableNames), say it answers for this
+ * process's network namespace (a Get, which starts it when it is only
+ * activatable), let the module hold the internet target (WatchAddress
+ * 0.0.0.0) and answer one GetAll of that object's Target interface, all
+ * within REACH_INIT_TIMEOUT_MS; otherwise init fails and
  * GLib takes its next monitor (NetworkManager's, then its own). Once the
  * service has answered, the module makes that next monitor itself
  * (reach_next_monitor: the extension point's monitors below our priority,
@@ -140,43 +141,55 @@ own_network_namespace (void)
   return stat ("/proc/self/ns/net", &info) == 0 ? (guint64) info.st_ino : 0;
 }
 
-/* The daemon (its unique name: owner) answers for this process's network
- * namespace. Every answer of the daemon is its own namespace's: a program
- * in another one (a container given the host's bus socket) would be told
- * the host's routes, so the module does not start there and GLib's next
- * monitor, which reads the program's own namespace, answers (what
- * reachctl and the Swift and C libraries do by evaluating in-process). A
- * daemon that does not say (an older one; 0) is taken as this
- * namespace's. */
+/* The daemon answers for this process's network namespace; its unique
+ * name in *owner (new string). Every answer of the daemon is its own
+ * namespace's: a program in another one (a container given the host's bus
+ * socket) would be told the host's routes, so the module does not start
+ * there and GLib's next monitor, which reads the program's own namespace,
+ * answers (what reachctl and the Swift and C libraries do by evaluating
+ * in-process). A daemon that does not say (an older one; 0) is taken as
+ * this namespace's. This is the module's first call to the service, and
+ * starts it when it is only activatable: nothing is held before the
+ * namespace is known to be this one. */
 static gboolean
-same_network_namespace (GDBusConnection *bus, const gchar *owner, gint64 deadline, GCancellable *cancellable,
+same_network_namespace (GDBusConnection *bus, gint64 deadline, gchar **owner, GCancellable *cancellable,
                         GError **error)
 {
   GError *local = NULL;
   guint64 ours = own_network_namespace (), theirs = 0;
-  GVariant *value, *reply;
+  GDBusMessage *message, *reply;
+  GVariant *body, *value;
 
-  reply = g_dbus_connection_call_sync (bus, owner, REACH_ROOT_PATH, "org.freedesktop.DBus.Properties", "Get",
-                                       g_variant_new ("(ss)", REACH_MANAGER_IFACE, "NetworkNamespace"),
-                                       G_VARIANT_TYPE ("(v)"), G_DBUS_CALL_FLAGS_NO_AUTO_START,
-                                       remaining_ms (deadline), cancellable, &local);
-
+  message = g_dbus_message_new_method_call (REACH_SERVICE, REACH_ROOT_PATH, "org.freedesktop.DBus.Properties", "Get");
+  g_dbus_message_set_body (message, g_variant_new ("(ss)", REACH_MANAGER_IFACE, "NetworkNamespace"));
+  reply = g_dbus_connection_send_message_with_reply_sync (bus, message, G_DBUS_SEND_MESSAGE_FLAGS_NONE,
+                                                          remaining_ms (deadline), NULL, cancellable, error);
+  g_object_unref (message);
   if (reply == NULL)
+    return FALSE;
+  if (g_strcmp0 (g_dbus_message_get_sender (reply), "org.freedesktop.DBus") == 0
+      || g_dbus_message_get_sender (reply) == NULL)
     {
-      if (!g_dbus_error_is_remote_error (local))
-        {
-          g_propagate_error (error, local);
-          return FALSE;
-        }
+      /* The bus answered instead (the start failed): no daemon to follow. */
+      if (!g_dbus_message_to_gerror (reply, error))
+        g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "the bus answered for %s", REACH_SERVICE);
+      g_object_unref (reply);
+      return FALSE;
+    }
+  *owner = g_strdup (g_dbus_message_get_sender (reply));
+  if (g_dbus_message_to_gerror (reply, &local))
+    {
       g_debug ("%s does not say its network namespace (%s): taken as this process's", REACH_SERVICE, local->message);
       g_error_free (local);
-      return TRUE;
     }
-  g_variant_get (reply, "(v)", &value);
-  if (g_variant_is_of_type (value, G_VARIANT_TYPE_UINT64))
-    theirs = g_variant_get_uint64 (value);
-  g_variant_unref (value);
-  g_variant_unref (reply);
+  else if ((body = g_dbus_message_get_body (reply)) != NULL && g_variant_is_of_type (body, G_VARIANT_TYPE ("(v)")))
+    {
+      g_variant_get (body, "(v)", &value);
+      if (g_variant_is_of_type (value, G_VARIANT_TYPE_UINT64))
+        theirs = g_variant_get_uint64 (value);
+      g_variant_unref (value);
+    }
+  g_object_unref (reply);
   if (theirs == 0 || ours == 0 || theirs == ours)
     return TRUE;
   g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
@@ -184,6 +197,23 @@ same_network_namespace (GDBusConnection *bus, const gchar *owner, gint64 deadlin
                ": its answers would be another network's, so GLib's own monitor answers here",
                REACH_SERVICE, theirs, ours);
   return FALSE;
+}
+
+/* Holds the internet target at the owner within the deadline. */
+static gboolean
+hold_sync (ReachabilitydNetworkMonitor *self, gint64 deadline, GCancellable *cancellable, GError **error)
+{
+  GDBusMessage *message = reach_hold_message (), *reply;
+  const gchar *sender = NULL;
+
+  g_dbus_message_set_destination (message, self->owner);
+  g_dbus_message_set_flags (message, G_DBUS_MESSAGE_FLAGS_NO_AUTO_START);
+  reply = g_dbus_connection_send_message_with_reply_sync (self->bus, message, G_DBUS_SEND_MESSAGE_FLAGS_NONE,
+                                                          remaining_ms (deadline), NULL, cancellable, error);
+  g_object_unref (message);
+  self->held = reach_hold_result (reply, &sender, error);
+  g_clear_object (&reply);
+  return self->held;
 }
 
 /* The held target's properties, read from the owner within the deadline. */
@@ -256,15 +286,13 @@ reach_initable_init (GInitable *initable, GCancellable *cancellable, GError **er
   ReachabilitydNetworkMonitor *self = REACHABILITYD_NETWORK_MONITOR (initable);
   gint64 deadline = g_get_monotonic_time () + (gint64) REACH_INIT_TIMEOUT_MS * 1000;
   gchar *owner = NULL;
-  GDBusMessage *message, *reply;
   GVariant *properties = NULL;
-  const gchar *sender = NULL;
 
   self->context = g_main_context_ref_thread_default ();
   self->bus = g_bus_get_sync (G_BUS_TYPE_SYSTEM, cancellable, error);
   if (self->bus == NULL || !service_present (self->bus, deadline, &owner, cancellable, error))
     return FALSE;
-  g_free (owner);
+  g_clear_pointer (&owner, g_free);
 
   /* Subscribed before the first read, so that no change falls between. */
   self->owner_subscription = g_dbus_connection_signal_subscribe (
@@ -274,21 +302,16 @@ reach_initable_init (GInitable *initable, GCancellable *cancellable, GError **er
       self->bus, REACH_SERVICE, "org.freedesktop.DBus.Properties", "PropertiesChanged", REACH_INTERNET_PATH,
       REACH_TARGET_IFACE, G_DBUS_SIGNAL_FLAGS_NONE, reach_on_properties_changed, self, NULL);
 
-  /* Holding the internet target starts the service if it is only
+  /* The namespace asked first (which starts the service if it is only
    * activatable; the reply's sender is the owner whose signals count from
-   * now on. A daemon of another namespace is let go at once. */
-  message = reach_hold_message ();
-  reply = g_dbus_connection_send_message_with_reply_sync (self->bus, message, G_DBUS_SEND_MESSAGE_FLAGS_NONE,
-                                                          remaining_ms (deadline), NULL, cancellable, error);
-  g_object_unref (message);
-  if (reach_hold_result (reply, &sender, error))
+   * now on), then the internet target held and read. */
+  if (same_network_namespace (self->bus, deadline, &owner, cancellable, error))
     {
-      reach_set_owner (self, sender);
-      self->held = TRUE;
-      if (same_network_namespace (self->bus, self->owner, deadline, cancellable, error))
+      reach_set_owner (self, owner);
+      if (hold_sync (self, deadline, cancellable, error))
         properties = read_sync (self, deadline, cancellable, error);
     }
-  g_clear_object (&reply);
+  g_free (owner);
   if (properties == NULL)
     {
       reach_release (self);
