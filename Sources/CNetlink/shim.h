@@ -16,6 +16,8 @@
 #include <linux/neighbour.h>
 #include <linux/netconf.h>
 #include <linux/fib_rules.h>
+#include <linux/sock_diag.h>
+#include <linux/inet_diag.h>
 
 _Static_assert(sizeof(struct nlmsghdr) == 16, "nlmsghdr layout");
 _Static_assert(sizeof(struct rtmsg) == 12, "rtmsg layout");
@@ -24,6 +26,13 @@ _Static_assert(sizeof(struct rtattr) == 4, "rtattr layout");
 _Static_assert(sizeof(struct ndmsg) == 12, "ndmsg layout");
 _Static_assert(sizeof(struct fib_rule_hdr) == 12, "fib_rule_hdr layout");
 _Static_assert(sizeof(struct fib_rule_uid_range) == 8, "fib_rule_uid_range layout");
+_Static_assert(sizeof(struct inet_diag_msg) == 72, "inet_diag_msg layout");
+
+/* The sock_diag groups whose messages are the TCP sockets being destroyed, IPv4's and
+ * IPv6's, as bind(2)'s bit mask (any user may listen). */
+static inline unsigned int reach_tcp_destroy_groups(void) {
+    return (1u << (SKNLGRP_INET_TCP_DESTROY - 1)) | (1u << (SKNLGRP_INET6_TCP_DESTROY - 1));
+}
 
 /* Multicast group bits (some are enum values, some macros). */
 static inline unsigned int reach_rtmgrp_all(void) {

@@ -52,6 +52,14 @@ public struct ServiceLimits: Sendable, Equatable {
     /// The rtnetlink socket's receive buffer asked for (bytes).
     public var netlinkReceiveBuffer = 4 * 1024 * 1024
 
+    // MARK: A dead upstream (`UpstreamEvidence`)
+    /// Distinct destinations whose TCP connections went unanswered, with none answered, that
+    /// make the service ask NetworkManager to check its connectivity (destinations).
+    public var unansweredDestinations = 3
+    /// How long an unanswered connection counts towards that.
+    public var unansweredWindow: Microseconds = 10_000_000
+    /// The shortest time between two checks asked for unanswered connections.
+    public var upstreamCheckInterval: Microseconds = 10_000_000
     // MARK: Starting
 
     /// How long the first evaluation is waited for before the bus name is requested with what

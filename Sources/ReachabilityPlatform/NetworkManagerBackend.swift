@@ -327,6 +327,39 @@ public final class NetworkManagerBackend {
         }
     }
 
+    /// Whether NetworkManager checks connectivity here: it has a check configured and enabled.
+    /// Wraps `nm_client_connectivity_check_get_available` and `…_get_enabled`.
+    public var checksConnectivity: Bool {
+        guard let client, isRunning else { return false }
+        return nm_client_connectivity_check_get_available(client) != 0
+            && nm_client_connectivity_check_get_enabled(client) != 0
+    }
+
+    /// Asks NetworkManager to check its connectivity now (`CheckConnectivity`) rather than at
+    /// its interval; its verdict comes back as a change of its connectivity, as any other. A
+    /// failed call is logged. Wraps `nm_client_check_connectivity_async`.
+    public func checkConnectivity() {
+        guard let client else { return }
+        nm_client_check_connectivity_async(client, cancellable, Self.connectivityChecked,
+                                           Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// `nm_client_check_connectivity_async` ended (cancelled: the backend is gone, touch
+    /// nothing). Wraps `nm_client_check_connectivity_finish`.
+    private nonisolated static let connectivityChecked: GAsyncReadyCallback = { source, result, data in
+        var error: UnsafeMutablePointer<GError>?
+        let state = nm_client_check_connectivity_finish(OpaquePointer(source), result, &error)
+        let failure = error.map { GLibError.take($0) }
+        if failure?.cancelled == true { return }
+        enter(data, (state, failure?.message)) { backend, answer in
+            if let message = answer.1 {
+                backend.logger.log(level: backend.failureLevel, "NetworkManager's connectivity check failed: \(message)")
+            } else {
+                backend.logger.debug("NetworkManager checked its connectivity: \(NetworkManagerBackend.connectivity(answer.0).rawValue)")
+            }
+        }
+    }
+
     nonisolated static func connectivity(_ state: NMConnectivityState) -> Connectivity {
         switch state {
         case NM_CONNECTIVITY_NONE: .none

@@ -38,6 +38,10 @@ public final class NetworkObserver: NetworkFactSource {
     /// NetworkManager answers for another network namespace (`NetworkManagerNamespace`), as of
     /// the last facts read: while it does, the kernel's facts and the resolver's file are used.
     private var foreignNetworkManager = false
+    /// How TCP connections end, and what that says of the way out, while followed
+    /// (`followConnectionOutcomes`).
+    var connectionOutcomes: ConnectionOutcomeMonitor?
+    var upstream: UpstreamEvidence?
     private let onChange: () -> Void
     let logger: Logger
 
@@ -119,11 +123,12 @@ public final class NetworkObserver: NetworkFactSource {
             facts.connectivity = nm.connectivity
             facts.devices = nm.devices
         }
+        updateConnectionOutcomes()
         return facts
     }
 
     /// NetworkManager while it is used: running, and (`auto`) speaking of this namespace's links.
-    private var usedNetworkManager: NetworkManagerBackend? {
+    var usedNetworkManager: NetworkManagerBackend? {
         mode == .kernel || foreignNetworkManager ? nil : networkManager
     }
 

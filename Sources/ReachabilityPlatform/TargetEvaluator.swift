@@ -89,11 +89,19 @@ public final class TargetEvaluator {
     }
 
     /// Starts watching the network; the first evaluation follows on the loop. A source
-    /// that cannot be read is logged at `failureLevel` (see `NetworkObserver.init`).
-    public func start(mode: BackendMode, failureLevel: Logger.Level) throws(NetlinkError) {
-        start(source: try NetworkObserver(mode: mode, logger: logger, failureLevel: failureLevel) {
+    /// that cannot be read is logged at `failureLevel` (see `NetworkObserver.init`). With
+    /// `upstream` (the daemon's), how TCP connections end is followed too
+    /// (`NetworkObserver.followConnectionOutcomes`; `window` and `askInterval` in µs).
+    public func start(mode: BackendMode, failureLevel: Logger.Level,
+                      upstream: (destinations: Int, window: Int64, askInterval: Int64)? = nil) throws(NetlinkError) {
+        let observer = try NetworkObserver(mode: mode, logger: logger, failureLevel: failureLevel) {
             [unowned self] in self.networkChanged()
-        })
+        }
+        if let upstream {
+            observer.followConnectionOutcomes(destinations: upstream.destinations, window: upstream.window,
+                                              askInterval: upstream.askInterval)
+        }
+        start(source: observer)
         sleepWatch = SleepWatch(logger: logger) { [unowned self] why in self.resumed(why) }
     }
 

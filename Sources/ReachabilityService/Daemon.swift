@@ -205,7 +205,9 @@ public final class Daemon {
         evaluator.sink = wiring
         do {
             // A source it cannot read is the administrator's business: a warning.
-            try evaluator.start(mode: backendMode, failureLevel: .warning)
+            let limits = ServiceLimits.standard
+            try evaluator.start(mode: backendMode, failureLevel: .warning,
+                                upstream: (limits.unansweredDestinations, limits.unansweredWindow, limits.upstreamCheckInterval))
         } catch {
             throw .failure("cannot watch the kernel's network state: \(error)")
         }

@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+import conftest
 import harness
 from harness import (CONNECTION_REQUIRED, INTERVENTION_REQUIRED, MANAGER_IFACE, NM_STATE_CONNECTED_GLOBAL,
                      NM_STATE_DISCONNECTED, REACHABLE, ROOT_PATH, SERVICE, TARGET_IFACE, TRANSIENT_CONNECTION,
@@ -74,13 +75,17 @@ def differing(props, expected):
 @pytest.fixture
 def online(nm_lab):
     """NetworkManager connected, then the daemon started; waits for the daemon's connected answer."""
-    recorder = nm_lab.recorder()  # before the daemon: every signal it sends is seen
+    yield from started_online(nm_lab)
+
+
+def started_online(lab):
+    recorder = lab.recorder()  # before the daemon: every signal it sends is seen
     started_us = now_us()
-    daemon = nm_lab.daemon()
+    daemon = lab.daemon()
     recorder.sync()
     recorder.wait_props({"Backend": "networkmanager"}, "Backend networkmanager", interface=MANAGER_IFACE)
     recorder.wait_answer(CONNECTED, "the connected answer after start-up", mark=harness.Mark(0, {}))
-    yield Online(nm_lab, recorder, daemon, started_us)
+    yield Online(lab, recorder, daemon, started_us)
     recorder.close()
     assert daemon.running, f"the daemon exited during the test (status {daemon.returncode})"
 
@@ -340,3 +345,64 @@ def test_vpn_tun_default_route_added_by_hand(online):
     finally:
         if tun is not None:
             os.close(tun)
+
+
+# --- a dead upstream: what ended connections say -------------------------------------------
+
+
+CONNECT = """
+import socket, sys
+for address in sys.argv[2:]:
+    with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as s:
+        s.settimeout(float(sys.argv[1]))
+        try:
+            s.connect((address, 80))
+            print(address, "answered", flush=True)
+        except OSError as error:
+            print(address, error, flush=True)
+"""
+
+
+def connect_from_nm_namespace(lab, timeout: float, *addresses: str) -> str:
+    """TCP connections to port 80 of ``addresses`` from the daemon's (NetworkManager's) namespace, one
+    after another, each given up after ``timeout`` s: what a program there does."""
+    argv = [harness.need_tool("nsenter"), "-t", str(lab.anchor.pid), "-n", "--", "/usr/bin/python3", "-c", CONNECT,
+            str(timeout), *addresses]
+    return harness.run(argv, timeout=len(addresses) * timeout + harness.START_TIMEOUT).stdout
+
+
+@pytest.fixture
+def online_checking_rarely(request):
+    """``online`` with NetworkManager's connectivity check at its default interval (300 s): a
+    dead upstream is not seen by NetworkManager itself for minutes."""
+    conftest.require()
+    lab = conftest._lab(request, harness.NMLab(conncheck_interval=300))  # pylint: disable=protected-access
+    yield from started_online(lab)
+
+
+def test_connections_nobody_answers_make_networkmanager_check_at_once(online_checking_rarely):
+    """The upstream dies (the conncheck server stops; nothing beyond the gateway answers), and
+    NetworkManager, which checks every 300 s, would say "full" for minutes. A program tries three
+    destinations beyond the gateway, none answers: the daemon asks NetworkManager to check now, and
+    the internet target's Connectivity is "limited" within 10 s of the first failing connection,
+    its Flags still reachable (packets leave). The upstream back, and one connection answered:
+    "full" again at once. Before, Connectivity stayed "full" until NetworkManager's interval."""
+    online = online_checking_rarely
+    lab, recorder = online.lab, online.recorder
+    mark = recorder.mark()
+    lab.conncheck.stop()
+    first = time.monotonic()
+    print(connect_from_nm_namespace(lab, 1.0, "203.0.113.1", "203.0.113.2", "198.51.100.3"))
+    recorder.wait_props({"Connectivity": "limited"}, "Connectivity limited after three unanswered destinations",
+                        mark=mark, timeout=max(0.1, 10.0 - (time.monotonic() - first)))
+    print(f"limited {time.monotonic() - first:.2f} s after the first failing connection began")
+    props = online.get_all()
+    assert (props["Flags"], props["Status"]) == (REACHABLE, 2), fmt_props(props)
+    assert "asking NetworkManager to check its connectivity now" in online.daemon.log_text()
+
+    mark = recorder.mark()
+    lab.conncheck.start()
+    assert "answered" in connect_from_nm_namespace(lab, 2.0, harness.UPSTREAM_V4)
+    recorder.wait_props({"Connectivity": "full"}, "Connectivity full after a connection was answered", mark=mark)
+    recorder.barrier()
+    assert recorder.status_changes(mark) == [], recorder.describe(mark)
