@@ -363,6 +363,9 @@ for address in sys.argv[2:]:
 """
 
 
+DEAD = ("203.0.113.1", "203.0.113.2", "198.51.100.3")  # beyond the gateway, which forwards nothing
+
+
 def connect_from_nm_namespace(lab, timeout: float, *addresses: str) -> str:
     """TCP connections to port 80 of ``addresses`` from the daemon's (NetworkManager's) namespace, one
     after another, each given up after ``timeout`` s: what a program there does."""
@@ -392,17 +395,49 @@ def test_connections_nobody_answers_make_networkmanager_check_at_once(online_che
     mark = recorder.mark()
     lab.conncheck.stop()
     first = time.monotonic()
-    print(connect_from_nm_namespace(lab, 1.0, "203.0.113.1", "203.0.113.2", "198.51.100.3"))
+    print(connect_from_nm_namespace(lab, 1.0, *DEAD))
     recorder.wait_props({"Connectivity": "limited"}, "Connectivity limited after three unanswered destinations",
                         mark=mark, timeout=max(0.1, 10.0 - (time.monotonic() - first)))
     print(f"limited {time.monotonic() - first:.2f} s after the first failing connection began")
     props = online.get_all()
     assert (props["Flags"], props["Status"]) == (REACHABLE, 2), fmt_props(props)
-    assert "asking NetworkManager to check its connectivity now" in online.daemon.log_text()
+    log = online.daemon.log_text()
+    assert "connections to 3 destinations went unanswered; asking NetworkManager" in log, log
+    # Counts only: no destination is logged or exported.
+    exported = repr(lab.client.call(SERVICE, ROOT_PATH, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects"))
+    for address in DEAD:
+        assert address not in log and address not in exported, address
 
     mark = recorder.mark()
     lab.conncheck.start()
+    answered = time.monotonic()
     assert "answered" in connect_from_nm_namespace(lab, 2.0, harness.UPSTREAM_V4)
     recorder.wait_props({"Connectivity": "full"}, "Connectivity full after a connection was answered", mark=mark)
+    print(f"full {time.monotonic() - answered:.2f} s after the answered connection began")
     recorder.barrier()
     assert recorder.status_changes(mark) == [], recorder.describe(mark)
+
+
+def test_one_dead_destination_among_working_ones_is_never_limited(online_checking_rarely):
+    """One destination beyond the gateway never answers, tried again and again, while connections
+    to the gateway's web server are answered: no check is asked, Connectivity stays "full". The
+    same dead destination twenty times is one destination, not evidence of a dead upstream."""
+    online = online_checking_rarely
+    lab, recorder = online.lab, online.recorder
+    mark = recorder.mark()
+    for _ in range(4):
+        connect_from_nm_namespace(lab, 0.3, *[DEAD[0]] * 5)
+        assert "answered" in connect_from_nm_namespace(lab, 2.0, harness.UPSTREAM_V4)
+    recorder.barrier()
+    assert [e for e in recorder.since(mark, "properties") if "Connectivity" in e.changed] == [], recorder.describe(mark)
+    assert "asking NetworkManager" not in online.daemon.log_text()
+
+
+def test_listening_to_connections_costs_an_idle_daemon_nothing(online_checking_rarely):
+    """The daemon follows how connections end (NetworkManager checks connectivity), and nothing
+    connects: its main thread is not woken once in 3 s."""
+    online = online_checking_rarely
+    assert "following how TCP connections end" in online.daemon.log_text()
+    pid = online.daemon.pid
+    woken = harness.idle_wakeups(pid, 3.0).get(str(pid), 0)
+    assert woken == 0, f"the idle daemon's main thread was woken {woken} times"
