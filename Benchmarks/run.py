@@ -15,6 +15,7 @@ Runs, each against the release build:
          path_handler_latency.py  (NWPathMonitor's handler, through the daemon and in-process)
          wait_latency.py  (reachctl wait's exit after the carrier's return)
          watchdog_cost.py (the idle daemon's wake-ups with systemd's watchdog, as the unit runs it)
+         upstream_bench.py (a dead upstream: how soon it is limited, beside GLib and NetworkManager alone)
 Each script's own report is printed as it comes; the table at the end is read from those reports.
 """
 
@@ -86,6 +87,7 @@ def main():
     gio = run([python, HERE / "gio_bench.py", "--flaps", "5" if options.quick else "20"])
     waits = run([python, HERE / "wait_latency.py", "--rounds", "10" if options.quick else "30"])
     watchdog = run([python, HERE / "watchdog_cost.py", "--idle", idle])
+    upstream = run([python, HERE / "upstream_bench.py", "--rounds", "3" if options.quick else "10"])
 
     rows = []
 
@@ -232,6 +234,19 @@ def main():
         (_, _, ours_max, ours_mean), (_, _, glib_max, glib_mean) = gio_counts
         row("GIO module: network-changed per edge (max, mean)", "≤ 2 per edge",
             f"module {ours_max} ({ours_mean}); GLib's backend {glib_max} ({glib_mean})", int(ours_max) <= 2)
+    dead = re.search(r"^\s+ours: p50 ([\d.]+) s\s+p99 ([\d.]+) s", upstream, re.M)
+    glib_dead = re.search(r"GLib's NetworkManager backend beside it: p50 ([\d.]+) s\s+p99 ([\d.]+) s", upstream)
+    alone = re.search(r"NetworkManager alone, nothing connecting, interval (\d+) s: p50 ([\d.]+) s", upstream)
+    row("upstream dead → Connectivity limited, from the first failing connection (p50 / p99)", "≤ 10 s",
+        (f"us {float(dead[1]):.2f} / {float(dead[2]):.2f} s; GLib's NM backend beside it "
+         f"{float(glib_dead[1]):.2f} / {float(glib_dead[2]):.2f} s; NetworkManager alone (interval {alone[1]} s) "
+         f"{float(alone[2]):.1f} s") if dead and glib_dead and alone else "?",
+        dead is not None and float(dead[2]) <= 10)
+    back = re.search(r"upstream back.*?\n\s+ours: p50 ([\d.]+) s\s+p99 ([\d.]+) s", upstream)
+    row("upstream back → full, from the answered connection's start (p50 / p99)", "≤ 1 s",
+        f"{float(back[1]):.2f} / {float(back[2]):.2f} s" if back else "?", back is not None and float(back[2]) <= 1)
+    false_limited = number(r"false limited: (\d+) in", upstream, cast=int)
+    row("false limited: one dead destination among working ones", "0", f"{false_limited}", false_limited == 0)
     load = os.getloadavg()
     print(f"\nmachine: {os.cpu_count()} cores, Linux {os.uname().release}; load average {load[0]:.2f} "
           f"{load[1]:.2f} {load[2]:.2f}; release build")
