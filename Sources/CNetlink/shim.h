@@ -34,6 +34,29 @@ static inline unsigned int reach_tcp_destroy_groups(void) {
     return (1u << (SKNLGRP_INET_TCP_DESTROY - 1)) | (1u << (SKNLGRP_INET6_TCP_DESTROY - 1));
 }
 
+/* A socket filter for those messages that drops the connections that were answered (tcp_info's
+ * tcpi_segs_in not 0), so that a machine whose connections work never wakes the listener: a
+ * message laid out as Linux lays it out (nlmsghdr, inet_diag_msg, INET_DIAG_PROTOCOL at 88,
+ * INET_DIAG_INFO at 96, segs_in at 240) is judged; any other passes. Classic BPF loads are
+ * big-endian, hence ntohs of the (host-order) attribute types. */
+#include <linux/filter.h>
+static inline int reach_drop_answered_connections(int fd, int drop) {
+    if (!drop)
+        return setsockopt(fd, SOL_SOCKET, SO_DETACH_FILTER, NULL, 0) == 0 || errno == ENOENT ? 0 : -1;
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 16 + 72 + 2),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohs(INET_DIAG_PROTOCOL), 0, 4),
+        BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 16 + 72 + 8 + 2),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohs(INET_DIAG_INFO), 0, 2),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 16 + 72 + 8 + 4 + 140),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, 0xFFFFFFFFu),
+        BPF_STMT(BPF_RET | BPF_K, 0),
+    };
+    struct sock_fprog program = { .len = sizeof code / sizeof code[0], .filter = code };
+    return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program);
+}
+
 /* Multicast group bits (some are enum values, some macros). */
 static inline unsigned int reach_rtmgrp_all(void) {
     /* Links, addresses, routes, policy rules, next-hop objects, neighbours (a

@@ -51,6 +51,10 @@ public struct UpstreamEvidence: Sendable {
     /// An ask was made for failures, and nothing has been answered since.
     public private(set) var suspecting = false
 
+    /// Whether an answered connection would change anything: a failure is pending, or an ask
+    /// was made. Otherwise the answered ones need not even be heard.
+    public var wantsAnswered: Bool { suspecting || !unanswered.isEmpty }
+
     /// - Parameters: `destinations` distinct ones make a reason; `window` and `askInterval` in
     ///   microseconds.
     public init(destinations: Int, window: Int64, askInterval: Int64) {

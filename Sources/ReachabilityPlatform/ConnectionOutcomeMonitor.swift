@@ -9,12 +9,27 @@ import ReachabilityLoop
 /// which any user may hear), each reduced to a `ConnectionOutcome`: the destination and
 /// whether anything ever came back from it. Nothing else of a connection is kept (not its
 /// user, program, ports or traffic). Idle, it costs nothing: the socket is read when the
-/// kernel writes to it, which it does only when a TCP socket ends.
+/// kernel writes to it, which it does only when a TCP socket ends, and while no failure is
+/// pending a socket filter drops the answered ones in the kernel.
 @LoopActor
 public final class ConnectionOutcomeMonitor {
     private let fd: Int32
     private var source: SourceHandle?
     private var receiveBuffer = [UInt8](repeating: 0, count: 16384)
+    /// Whether the kernel drops the connections that were answered before they reach this
+    /// socket (`reach_drop_answered_connections`): while no failure is pending, a working
+    /// network's connections do not wake the service.
+    private var dropsAnswered = false
+
+    /// Whether answered connections are wanted (`UpstreamEvidence.wantsAnswered`). Wraps
+    /// `setsockopt(SO_ATTACH_FILTER)` and `SO_DETACH_FILTER`.
+    public var passesAnswered: Bool {
+        get { !dropsAnswered }
+        set {
+            guard newValue == dropsAnswered else { return }
+            if reach_drop_answered_connections(fd, newValue ? 0 : 1) == 0 { dropsAnswered = !newValue }
+        }
+    }
 
     /// Binds to the groups. Wraps `bind(2)` on an `AF_NETLINK`, `NETLINK_SOCK_DIAG` socket.
     public init(onOutcome: @escaping (ConnectionOutcome) -> Void) throws(NetlinkError) {
@@ -38,6 +53,7 @@ public final class ConnectionOutcomeMonitor {
             close(socketFD)
             throw error
         }
+        dropsAnswered = reach_drop_answered_connections(socketFD, 1) == 0
         source = Sources.readable(fd: socketFD) { [unowned self] in
             for outcome in self.readQueued() { onOutcome(outcome) }
             return true

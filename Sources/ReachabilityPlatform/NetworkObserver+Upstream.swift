@@ -37,7 +37,9 @@ extension NetworkObserver {
     }
 
     private func took(_ outcome: ConnectionOutcome) {
-        guard let ask = upstream?.record(outcome, at: MonotonicClock.microseconds()) else { return }
+        let ask = upstream?.record(outcome, at: MonotonicClock.microseconds())
+        connectionOutcomes?.passesAnswered = upstream?.wantsAnswered ?? false
+        guard let ask else { return }
         let why = switch ask {
         case .nothingGetsOut(let count): "connections to \(count) destinations went unanswered"
         case .somethingGotOut: "a connection was answered again"

@@ -49,6 +49,22 @@ struct UpstreamEvidenceTests {
         #expect(upstream.record(answered("192.0.2.80"), at: 7) == nil, "once")
     }
 
+    @Test("answered connections are wanted only while a failure is pending or an ask was made")
+    func wantsAnswered() {
+        var upstream = evidence()
+        #expect(!upstream.wantsAnswered)
+        _ = upstream.record(failed("203.0.113.1"), at: 0)
+        #expect(upstream.wantsAnswered)
+        _ = upstream.record(answered("192.0.2.80"), at: 1)
+        #expect(!upstream.wantsAnswered)
+        for (index, address) in ["203.0.113.1", "203.0.113.2", "203.0.113.3"].enumerated() {
+            _ = upstream.record(failed(address), at: Int64(2 + index))
+        }
+        #expect(upstream.wantsAnswered && upstream.suspecting)
+        _ = upstream.record(answered("192.0.2.80"), at: 10)
+        #expect(!upstream.wantsAnswered)
+    }
+
     @Test("loopback, link-local and unspecified destinations are no evidence of the way out")
     func localDestinations() {
         var upstream = evidence()
