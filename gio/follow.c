@@ -255,23 +255,31 @@ stop_reading (ReachabilitydNetworkMonitor *self)
   clear_bound (self);
 }
 
+/* The reply to a call of a read (send_in_read), or an error; FALSE when the
+ * read was cancelled (another replaced it, or the monitor is going away):
+ * then nothing may be touched. */
+static gboolean
+read_step_finished (GObject *source, GAsyncResult *result, GDBusMessage **reply, GError **error)
+{
+  *reply = g_dbus_connection_send_message_with_reply_finish (G_DBUS_CONNECTION (source), result, error);
+  if (!g_error_matches (*error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+    return TRUE;
+  g_clear_error (error);
+  g_clear_object (reply);
+  return FALSE;
+}
+
 static void
 read_done (GObject *source, GAsyncResult *result, gpointer user_data)
 {
   GError *error = NULL;
-  GDBusMessage *reply = g_dbus_connection_send_message_with_reply_finish (G_DBUS_CONNECTION (source), result,
-                                                                          &error);
+  GDBusMessage *reply;
   ReachabilitydNetworkMonitor *self;
   const gchar *sender = NULL;
   GVariant *properties;
 
-  if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
-    {
-      /* Another read replaced this one, or the monitor is going away. */
-      g_error_free (error);
-      g_clear_object (&reply);
-      return;
-    }
+  if (!read_step_finished (source, result, &reply, &error))
+    return;
   self = REACHABILITYD_NETWORK_MONITOR (user_data);
   g_clear_object (&self->reading);
   clear_bound (self);
@@ -318,17 +326,12 @@ static void
 hold_done (GObject *source, GAsyncResult *result, gpointer user_data)
 {
   GError *error = NULL;
-  GDBusMessage *reply = g_dbus_connection_send_message_with_reply_finish (G_DBUS_CONNECTION (source), result,
-                                                                          &error);
+  GDBusMessage *reply;
   ReachabilitydNetworkMonitor *self;
   const gchar *sender = NULL;
 
-  if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
-    {
-      g_error_free (error);
-      g_clear_object (&reply);
-      return;
-    }
+  if (!read_step_finished (source, result, &reply, &error))
+    return;
   self = REACHABILITYD_NETWORK_MONITOR (user_data);
   if (!reach_hold_result (reply, &sender, error == NULL ? &error : NULL) || g_strcmp0 (sender, self->owner) != 0)
     {

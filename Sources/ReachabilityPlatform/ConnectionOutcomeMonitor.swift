@@ -31,28 +31,10 @@ public final class ConnectionOutcomeMonitor {
         }
     }
 
-    /// Binds to the groups. Wraps `bind(2)` on an `AF_NETLINK`, `NETLINK_SOCK_DIAG` socket.
+    /// Binds to the groups (`Netlink.multicastSocket`).
     public init(onOutcome: @escaping (ConnectionOutcome) -> Void) throws(NetlinkError) {
-        fd = try Syscall.netlink("socket") {
-            socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
-                   NETLINK_SOCK_DIAG)
-        }
-        var address = sockaddr_nl()
-        address.nl_family = sa_family_t(AF_NETLINK)
-        address.nl_groups = reach_tcp_destroy_groups()
+        fd = try Netlink.multicastSocket(family: NETLINK_SOCK_DIAG, groups: reach_tcp_destroy_groups())
         let socketFD = fd
-        do {
-            _ = try Syscall.netlink("bind") {
-                withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
-                    }
-                }
-            }
-        } catch {
-            close(socketFD)
-            throw error
-        }
         dropsAnswered = reach_drop_answered_connections(socketFD, 1) == 0
         source = Sources.readable(fd: socketFD) { [unowned self] in
             for outcome in self.readQueued() { onOutcome(outcome) }

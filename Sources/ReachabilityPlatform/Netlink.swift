@@ -27,6 +27,36 @@ public final class Netlink {
 
     deinit { close(fd) }
 
+    /// A non-blocking socket of netlink `family` (`NETLINK_ROUTE`, `NETLINK_SOCK_DIAG`) bound to
+    /// the multicast `groups` (bind(2)'s mask); `configure` runs on it before the bind (a
+    /// receive buffer). Closed again when the bind fails. Wraps `socket(AF_NETLINK, SOCK_RAW)`
+    /// and `bind(2)`.
+    nonisolated static func multicastSocket(
+        family: Int32, groups: UInt32, configure: (Int32) -> Void = { _ in }
+    ) throws(NetlinkError) -> Int32 {
+        let fd = try Syscall.netlink("socket") {
+            socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
+                   family)
+        }
+        configure(fd)
+        var address = sockaddr_nl()
+        address.nl_family = sa_family_t(AF_NETLINK)
+        address.nl_groups = groups
+        do {
+            _ = try Syscall.netlink("bind") {
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        bind(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
+                    }
+                }
+            }
+        } catch {
+            close(fd)
+            throw error
+        }
+        return fd
+    }
+
     // MARK: Requests
 
     /// Sends a request and collects every message of the answer (a dump ends with NLMSG_DONE).

@@ -22,37 +22,20 @@ public final class NetlinkMonitor {
     static let receiveBufferSize = Int32(ServiceLimits.standard.netlinkReceiveBuffer)
     private let logger: Logger
 
-    /// Binds to the groups. Wraps `bind(2)` on an `AF_NETLINK` socket.
+    /// Binds to the groups (`Netlink.multicastSocket`).
     public init(logger: Logger, onChange: @escaping (RouteInvalidation) -> Void) throws(NetlinkError) {
         self.logger = logger
-        fd = try Syscall.netlink("socket") {
-            socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
-                   NETLINK_ROUTE)
-        }
-        var address = sockaddr_nl()
-        address.nl_family = sa_family_t(AF_NETLINK)
-        address.nl_groups = reach_rtmgrp_all()
-        let socketFD = fd
         // Room for a burst (a neighbour table filling, a thousand routes): events that do not
         // fit are lost, and losing them costs an evaluation of everything. Beyond `rmem_max`
         // only with CAP_NET_ADMIN (`SO_RCVBUFFORCE`); otherwise as much as the system allows.
-        var size: Int32 = Self.receiveBufferSize
-        let length = socklen_t(MemoryLayout<Int32>.size)
-        if setsockopt(socketFD, SOL_SOCKET, SO_RCVBUFFORCE, &size, length) != 0 {
-            _ = setsockopt(socketFD, SOL_SOCKET, SO_RCVBUF, &size, length)
-        }
-        do {
-            _ = try Syscall.netlink("bind") {
-                withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
-                    }
-                }
+        fd = try Netlink.multicastSocket(family: NETLINK_ROUTE, groups: reach_rtmgrp_all()) { socketFD in
+            var size: Int32 = Self.receiveBufferSize
+            let length = socklen_t(MemoryLayout<Int32>.size)
+            if setsockopt(socketFD, SOL_SOCKET, SO_RCVBUFFORCE, &size, length) != 0 {
+                _ = setsockopt(socketFD, SOL_SOCKET, SO_RCVBUF, &size, length)
             }
-        } catch {
-            close(socketFD)
-            throw error
         }
+        let socketFD = fd
         source = Sources.readable(fd: socketFD) { [unowned self] in
             if let invalidation = self.readQueued() { onChange(invalidation) }
             return true
