@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Tests" / "Integrat
 import harness  # noqa: E402
 from harness import NM_IFACE, NM_NAME, NM_PATH  # noqa: E402
 from measure import pct  # noqa: E402
+from test_internet_nm import DEAD, connect_from_nm_namespace as connect  # noqa: E402
 
-DEAD = ("203.0.113.1", "203.0.113.2", "198.51.100.3")
 LIMITED = 2  # G_NETWORK_CONNECTIVITY_LIMITED
 # GLib's monitor: its connectivity at start and at each change of it (notify::connectivity: GLib's
 # NetworkManager backend does not emit network-changed when only the connectivity changed).
@@ -43,23 +43,6 @@ monitor.connect("notify::connectivity",
                 lambda m, _: print(f"changed {time.monotonic():.6f} {int(m.get_connectivity())}", flush=True))
 GLib.MainLoop().run()
 """
-CONNECT = """
-import socket, sys
-for address in sys.argv[2:]:
-    with socket.socket() as s:
-        s.settimeout(float(sys.argv[1]))
-        try:
-            s.connect((address, 80))
-        except OSError:
-            pass
-"""
-
-
-def connect(lab, timeout, *addresses):
-    subprocess.run([harness.need_tool("nsenter"), "-t", str(lab.anchor.pid), "-n", "--", "/usr/bin/python3", "-c",
-                    CONNECT, str(timeout), *addresses], check=True, timeout=60)
-
-
 class GLibMonitor:
     """GLIB with GLib's NetworkManager backend, in NetworkManager's namespaces."""
 
